@@ -1,0 +1,85 @@
+/**
+ * Find, read, validate and compile a grammar. A grammar with any error never reaches the scanner;
+ * every problem is reported as `file:line:column  path  message`.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { basename, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { checkGrammar, type GrammarIssue } from './check.ts';
+import { compileGrammar, type CompiledGrammar } from './compile.ts';
+import { JsonSyntaxError, parseLocated, type Place } from './json.ts';
+import { readGrammar } from './schema.ts';
+
+export const BUNDLED_GRAMMARS = fileURLToPath(new URL('../../grammars/', import.meta.url));
+
+export interface LocatedIssue extends GrammarIssue {
+  file: string;
+  place: Place;
+}
+
+export class GrammarError extends Error {
+  constructor(readonly file: string, readonly issues: LocatedIssue[]) {
+    super(`${file}: invalid grammar\n${issues.filter((issue) => issue.severity === 'error').map(formatIssue).join('\n')}`);
+  }
+}
+
+export function formatIssue(issue: LocatedIssue): string {
+  return `${issue.file}:${issue.place.line}:${issue.place.column}: ${issue.severity} ${issue.code}${issue.path ? ` at ${issue.path}` : ''}: ${issue.message}`;
+}
+
+export function bundledGrammarNames(): string[] {
+  return readdirSync(BUNDLED_GRAMMARS).filter((file) => file.endsWith('.json')).map((file) => basename(file, '.json')).sort();
+}
+
+/** A bundled grammar's name (`search-r1`) or a path to a grammar file. */
+export function resolveGrammarPath(spec: string, from = process.cwd()): string {
+  const bundled = resolve(BUNDLED_GRAMMARS, `${spec}.json`);
+  if (/^[\w-]+$/.test(spec) && existsSync(bundled)) return bundled;
+  const path = resolve(from, spec);
+  if (existsSync(path)) return path;
+  throw new Error(`grammar not found: ${spec} (bundled: ${bundledGrammarNames().join(', ')}; or give a file path)`);
+}
+
+export interface CheckedGrammar {
+  file: string;
+  compiled?: CompiledGrammar;
+  issues: LocatedIssue[];
+}
+
+/** Read and check without throwing: what `tagmask grammar check` reports. */
+export function checkGrammarFile(file: string): CheckedGrammar {
+  const text = readFileSync(file, 'utf8');
+  let located;
+  try {
+    located = parseLocated(text);
+  } catch (error) {
+    if (!(error instanceof JsonSyntaxError)) throw error;
+    return { file, issues: [{ code: 'grammar-shape', severity: 'error', path: '', message: `not valid JSON: ${error.message}`, file, place: error.place }] };
+  }
+  const placeOf = (path: string): Place => {
+    // The nearest enclosing value that exists (a missing key is reported where its object starts).
+    for (let at = path; ; at = at.replace(/(\.[^.[\]]+|\[[^\]]*\])$/, '')) {
+      const place = located.places.get(at);
+      if (place) return place;
+      if (!at) return { line: 1, column: 1 };
+    }
+  };
+  const locate = (issue: GrammarIssue): LocatedIssue => ({ ...issue, file, place: placeOf(issue.path) });
+
+  const { grammar, issues: shapeIssues } = readGrammar(located.value);
+  if (!grammar) {
+    return { file, issues: shapeIssues.map((issue) => locate({ code: 'grammar-shape', severity: 'error', ...issue })) };
+  }
+  const issues = checkGrammar(grammar).map(locate);
+  if (issues.some((issue) => issue.severity === 'error')) return { file, issues };
+  const compiled = compileGrammar(grammar);
+  issues.push(...compiled.issues.map(locate));
+  return { file, compiled, issues };
+}
+
+export function loadGrammar(spec: string, from?: string): CompiledGrammar {
+  const file = resolveGrammarPath(spec, from);
+  const checked = checkGrammarFile(file);
+  if (!checked.compiled || checked.issues.some((issue) => issue.severity === 'error')) throw new GrammarError(file, checked.issues);
+  return checked.compiled;
+}

@@ -1,0 +1,194 @@
+/**
+ * What a grammar file may say (shape only; meaning is checked in check.ts).
+ * See README "Grammar format" for every field with examples.
+ */
+
+export interface Grammar {
+  name: string;
+  description?: string;
+  sources?: string[];
+  options: Record<string, OptionSpec>;
+  prompt: PromptSpec;
+  tags: Record<string, TagSpec>;
+  handovers: HandoverSpec[];
+  replies: Record<string, ReplySpec>;
+  padding: string[];
+}
+
+export interface OptionSpec { default: number | null; description?: string; values?: Array<number | null> }
+
+export interface PromptSpec {
+  /** The prompt ends after the first of these; a `prompt_length` given with the rollout wins. */
+  ends_after: string[];
+  /** Text the chat template may append after that header (an inserted empty think block): prompt too. */
+  then_optional: string[];
+}
+
+export interface TagSpec {
+  open: string;
+  close?: string;
+  /** The model writing this tag deserves a look (e.g. it wrote the environment's `<information>`). */
+  lookalike?: boolean;
+}
+
+export interface HandoverSpec {
+  /** The turn passes to the environment after this literal, wherever in the turn the model writes it
+   * (Search-R1 cuts after the first `</search>`, even inside `<think>`); it may be a tag's close … */
+  after?: string;
+  /** … or after this tag's close, heard only inside that tag (ReAct's line end after `Action Input:`). */
+  after_tag?: string;
+  /** The replies the environment may give here, tried in order. */
+  replies: string[];
+  /** With no reply here, the episode is over (text that still follows is reported). */
+  ends_episode: boolean;
+}
+
+export interface ReplySpec {
+  open?: string;
+  close?: string;
+  /** The reply ends where this literal starts; the literal is the model's (ReAct's `Thought:`). */
+  ends_before?: string;
+  close_then_optional: string[];
+  /** A fixed message instead of an envelope. */
+  text?: string;
+  /** Recognised anywhere in a model turn, not only after a handover (the model's turn end is invisible). */
+  interrupts: boolean;
+  /** Token budget: a number or `$option`. The environment cut the reply after this many tokens. */
+  max_tokens?: number | string;
+}
+
+export interface ShapeIssue { path: string; message: string }
+
+/** Built-in options every grammar has; a grammar may change their defaults. */
+export const BUILTIN_OPTIONS: Record<string, OptionSpec> = {
+  straddle: {
+    default: 0,
+    values: [0, 1],
+    description: 'Mask value of a token that crosses an action/observation boundary (0: never train on a token the model did not sample whole).',
+  },
+  after_end: {
+    default: 0,
+    values: [0, 1],
+    description: 'Mask value of the padding/end-of-sequence tokens that close the stream.',
+  },
+};
+
+type Json = unknown;
+const isObject = (value: Json): value is Record<string, Json> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** Validate the shape and fill defaults. Issues carry JSON paths; the loader turns them into line:column. */
+export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssue[] } {
+  const issues: ShapeIssue[] = [];
+  const issue = (path: string, message: string) => { issues.push({ path, message }); };
+
+  const string = (object: Record<string, Json>, key: string, path: string, required: boolean): string | undefined => {
+    const field = object[key];
+    if (field === undefined) {
+      if (required) issue(path, `missing "${key}"`);
+      return undefined;
+    }
+    if (typeof field !== 'string') { issue(`${path}.${key}`.replace(/^\./, ''), 'expected a string'); return undefined; }
+    if (field.length === 0) { issue(`${path}.${key}`.replace(/^\./, ''), 'must not be empty'); return undefined; }
+    return field;
+  };
+  const strings = (object: Record<string, Json>, key: string, path: string): string[] => {
+    const field = object[key];
+    const here = path ? `${path}.${key}` : key;
+    if (field === undefined) return [];
+    if (!Array.isArray(field)) { issue(here, 'expected an array of strings'); return []; }
+    const out: string[] = [];
+    field.forEach((item, index) => {
+      if (typeof item !== 'string' || item.length === 0) issue(`${here}[${index}]`, 'expected a non-empty string');
+      else out.push(item);
+    });
+    return out;
+  };
+  const unknownKeys = (object: Record<string, Json>, allowed: string[], path: string) => {
+    for (const key of Object.keys(object)) {
+      if (!allowed.includes(key)) issue(path ? `${path}.${key}` : key, `unknown field "${key}" (expected one of: ${allowed.join(', ')})`);
+    }
+  };
+
+  if (!isObject(value)) return { issues: [{ path: '', message: 'a grammar is a JSON object' }] };
+  unknownKeys(value, ['$schema', 'name', 'description', 'sources', 'options', 'prompt', 'tags', 'handovers', 'replies', 'padding'], '');
+  const name = string(value, 'name', '', true) ?? '';
+  const description = typeof value.description === 'string' ? value.description : undefined;
+  const sources = strings(value, 'sources', '');
+
+  const options: Record<string, OptionSpec> = {};
+  for (const [key, spec] of Object.entries(BUILTIN_OPTIONS)) options[key] = { ...spec };
+  if (value.options !== undefined) {
+    if (!isObject(value.options)) issue('options', 'expected an object of options');
+    else for (const [key, spec] of Object.entries(value.options)) {
+      const path = `options.${key}`;
+      if (!isObject(spec)) { issue(path, 'expected {"default": …, "description": …}'); continue; }
+      unknownKeys(spec, ['default', 'description', 'values'], path);
+      if (!('default' in spec)) { issue(path, 'option has no default'); continue; }
+      const fallback = spec.default;
+      if (fallback !== null && typeof fallback !== 'number') { issue(`${path}.default`, 'expected a number or null'); continue; }
+      const values = Array.isArray(spec.values) ? spec.values as Array<number | null> : options[key]?.values;
+      if (values && !values.includes(fallback)) issue(`${path}.default`, `must be one of ${JSON.stringify(values)}`);
+      options[key] = { default: fallback, description: typeof spec.description === 'string' ? spec.description : options[key]?.description, values };
+    }
+  }
+
+  let prompt: PromptSpec = { ends_after: [], then_optional: [] };
+  if (!isObject(value.prompt)) issue(value.prompt === undefined ? '' : 'prompt', value.prompt === undefined ? 'missing "prompt"' : 'expected an object');
+  else {
+    unknownKeys(value.prompt, ['ends_after', 'then_optional'], 'prompt');
+    prompt = { ends_after: strings(value.prompt, 'ends_after', 'prompt'), then_optional: strings(value.prompt, 'then_optional', 'prompt') };
+  }
+
+  const tags: Record<string, TagSpec> = {};
+  if (value.tags !== undefined && !isObject(value.tags)) issue('tags', 'expected an object of tags');
+  else for (const [key, spec] of Object.entries((value.tags ?? {}) as Record<string, Json>)) {
+    const path = `tags.${key}`;
+    if (!isObject(spec)) { issue(path, 'expected {"open": …, "close"?: …}'); continue; }
+    unknownKeys(spec, ['open', 'close', 'lookalike'], path);
+    const open = string(spec, 'open', path, true);
+    const close = string(spec, 'close', path, false);
+    if (spec.lookalike !== undefined && typeof spec.lookalike !== 'boolean') issue(`${path}.lookalike`, 'expected true or false');
+    if (open) tags[key] = { open, close, lookalike: spec.lookalike === true };
+  }
+
+  const handovers: HandoverSpec[] = [];
+  if (value.handovers !== undefined && !Array.isArray(value.handovers)) issue('handovers', 'expected an array');
+  else ((value.handovers ?? []) as Json[]).forEach((spec, index) => {
+    const path = `handovers[${index}]`;
+    if (!isObject(spec)) { issue(path, 'expected {"after" | "after_tag", "replies", "ends_episode"?}'); return; }
+    unknownKeys(spec, ['after', 'after_tag', 'replies', 'ends_episode'], path);
+    const after = string(spec, 'after', path, false);
+    const afterTag = string(spec, 'after_tag', path, false);
+    if ((after === undefined) === (afterTag === undefined)) issue(path, 'give exactly one of "after" (a literal) and "after_tag" (a tag\'s close)');
+    if (spec.ends_episode !== undefined && typeof spec.ends_episode !== 'boolean') issue(`${path}.ends_episode`, 'expected true or false');
+    handovers.push({ after, after_tag: afterTag, replies: strings(spec, 'replies', path), ends_episode: spec.ends_episode === true });
+  });
+
+  const replies: Record<string, ReplySpec> = {};
+  if (value.replies !== undefined && !isObject(value.replies)) issue('replies', 'expected an object of replies');
+  else for (const [key, spec] of Object.entries((value.replies ?? {}) as Record<string, Json>)) {
+    const path = `replies.${key}`;
+    if (!isObject(spec)) { issue(path, 'expected a reply object'); continue; }
+    unknownKeys(spec, ['open', 'close', 'ends_before', 'close_then_optional', 'text', 'interrupts', 'max_tokens'], path);
+    const reply: ReplySpec = {
+      open: string(spec, 'open', path, false),
+      close: string(spec, 'close', path, false),
+      ends_before: string(spec, 'ends_before', path, false),
+      close_then_optional: strings(spec, 'close_then_optional', path),
+      text: string(spec, 'text', path, false),
+      interrupts: spec.interrupts === true,
+    };
+    if (spec.interrupts !== undefined && typeof spec.interrupts !== 'boolean') issue(`${path}.interrupts`, 'expected true or false');
+    const budget = spec.max_tokens;
+    if (budget !== undefined) {
+      if (typeof budget === 'number' && Number.isInteger(budget) && budget > 0) reply.max_tokens = budget;
+      else if (typeof budget === 'string' && /^\$\w+$/.test(budget)) reply.max_tokens = budget;
+      else issue(`${path}.max_tokens`, 'expected a positive integer or "$option"');
+    }
+    replies[key] = reply;
+  }
+
+  const padding = strings(value, 'padding', '');
+  if (issues.length) return { issues };
+  return { grammar: { name, description, sources, options, prompt, tags, handovers, replies, padding }, issues };
+}

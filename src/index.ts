@@ -1,0 +1,84 @@
+/**
+ * tagmask: rebuild the action mask of an agent rollout from its flat token stream.
+ *
+ *   token ids ─(byte table)─▶ bytes ─scan─▶ state starts ─spans─▶ spans ─mask─▶ Uint8Array
+ *
+ * The stages are composed here and only here.
+ */
+import { loadGrammar } from './grammar/load.ts';
+import type { CompiledGrammar } from './grammar/compile.ts';
+import { bind, scanRollout, Segments, type Bound, type OptionValues } from './scan.ts';
+import { buildSpans, fillMask, type Span } from './spans.ts';
+import { SEVERITY, type Diagnostic } from './diagnostics.ts';
+import { loadTokenizer, type LoadedTokenizer } from './tokenizer/load.ts';
+import type { ByteTable } from './tokenizer/table.ts';
+
+export { loadGrammar, checkGrammarFile, bundledGrammarNames, GrammarError, formatIssue } from './grammar/load.ts';
+export { compileGrammar, machineConfig } from './grammar/compile.ts';
+export { loadTokenizer } from './tokenizer/load.ts';
+export { buildByteTable, textOf } from './tokenizer/table.ts';
+export { RolloutError } from './diagnostics.ts';
+export type { Diagnostic, DiagnosticCode, Severity } from './diagnostics.ts';
+export type { Span } from './spans.ts';
+export type { OptionValues } from './scan.ts';
+export type { ByteTable } from './tokenizer/table.ts';
+export type { CompiledGrammar } from './grammar/compile.ts';
+export type { LoadedTokenizer } from './tokenizer/load.ts';
+
+export interface MaskResult {
+  /** 1 = the model sampled this token (train on it), 0 = prompt, environment, padding. */
+  mask: Uint8Array;
+  spans: Span[];
+  diagnostics: Diagnostic[];
+}
+
+export interface MaskOptions {
+  /** Tokens before this index are prompt; without it the grammar's prompt end is searched for. */
+  promptLength?: number;
+}
+
+export class Masker {
+  readonly bound: Bound;
+  private readonly segments = new Segments();
+
+  constructor(grammar: CompiledGrammar, table: ByteTable, options: OptionValues = {}) {
+    this.bound = bind(grammar, table, options);
+  }
+
+  /** Mask one rollout, with its spans and diagnostics. Throws RolloutError for input it cannot mask. */
+  mask(tokens: ArrayLike<number>, options: MaskOptions = {}): MaskResult {
+    const segments = this.segments;
+    scanRollout(this.bound, tokens, options.promptLength ?? -1, segments);
+    const mask = new Uint8Array(tokens.length);
+    fillMask(this.bound, tokens, segments, mask);
+    const spans = buildSpans(this.bound, tokens, segments);
+    const diagnostics = segments.diagnostics;
+    if (tokens.length > 0 && !spans.some((span) => span.role === 'action')) {
+      diagnostics.push({ code: 'no-action', severity: SEVERITY['no-action'], token: 0, message: 'no token is action: training on this rollout would change nothing' });
+    }
+    diagnostics.sort((a, b) => a.token - b.token);
+    return { mask, spans, diagnostics };
+  }
+
+  /**
+   * The hot path: mask many rollouts stored back to back (`ids[starts[r] .. starts[r + 1]]`) into one
+   * mask array, without spans or messages. Returns how many diagnostics were raised.
+   */
+  maskBatch(ids: Uint32Array, starts: Uint32Array, promptLengths: Int32Array | undefined, mask: Uint8Array): number {
+    const segments = this.segments;
+    let raised = 0;
+    for (let r = 0; r + 1 < starts.length; r++) {
+      const rollout = ids.subarray(starts[r], starts[r + 1]);
+      scanRollout(this.bound, rollout, promptLengths ? promptLengths[r] : -1, segments);
+      fillMask(this.bound, rollout, segments, mask.subarray(starts[r], starts[r + 1]), false);
+      raised += segments.diagnostics.length;
+    }
+    return raised;
+  }
+}
+
+/** Load a grammar (bundled name or path) and a tokenizer (file, folder or package) and bind them. */
+export async function createMasker(grammar: string, tokenizer: string | LoadedTokenizer, options: OptionValues = {}): Promise<Masker> {
+  const loaded = typeof tokenizer === 'string' ? await loadTokenizer(tokenizer) : tokenizer;
+  return new Masker(loadGrammar(grammar), loaded.table, options);
+}

@@ -1,0 +1,353 @@
+/**
+ * The byte scanner: walks one rollout's tokens through the compiled protocol and records where each
+ * state begins, as exact (token, byte offset) positions.
+ *
+ * Shape of the hot loop (feasibility.md §4): per state, a byte automaton over the literals that state
+ * can hear; a token none of whose bytes can start a literal is skipped with one table lookup, so most
+ * tokens cost one load and one test. Policy lives in the tables compiled from the xstate machine.
+ */
+import type { CompiledGrammar, Role } from './grammar/compile.ts';
+import { KNOWN, type ByteTable } from './tokenizer/table.ts';
+import { RolloutError, SEVERITY, type Diagnostic, type DiagnosticCode } from './diagnostics.ts';
+
+export type OptionValues = Record<string, number | null>;
+
+/** A grammar bound to a tokenizer and option values: everything the scanner reads, precomputed. */
+export interface Bound {
+  grammar: CompiledGrammar;
+  table: ByteTable;
+  options: OptionValues;
+  /** Bit `d` of `tokenBits[id]`: the token holds a byte that can start a literal of automaton `d`. */
+  tokenBits: Uint32Array;
+  /** The token is one of the grammar's padding tokens (a run of them ends the stream). */
+  isPadding: Uint8Array;
+  /** Per reply: its token budget, 0 for none. */
+  budgets: Int32Array;
+  /** Per state: mask value of its bytes (action 1, prompt/observation 0, trailing `after_end`); -1 for handovers. */
+  stateMask: Int8Array;
+  straddleMask: number;
+}
+
+export function bind(grammar: CompiledGrammar, table: ByteTable, overrides: OptionValues = {}): Bound {
+  const options: OptionValues = {};
+  for (const [name, spec] of Object.entries(grammar.grammar.options)) options[name] = spec.default;
+  for (const [name, value] of Object.entries(overrides)) {
+    const spec = grammar.grammar.options[name];
+    if (!spec) throw new Error(`unknown option "${name}" for grammar ${grammar.grammar.name} (options: ${Object.keys(grammar.grammar.options).join(', ')})`);
+    if (spec.values ? !spec.values.includes(value) : value !== null && !(Number.isInteger(value) && value > 0)) {
+      throw new Error(`option ${name}=${JSON.stringify(value)}: expected ${spec.values ? spec.values.map((item) => JSON.stringify(item)).join(' or ') : 'a positive integer or null'}`);
+    }
+    options[name] = value;
+  }
+  if (grammar.dfas.length > 32) throw new Error(`grammar ${grammar.grammar.name} needs ${grammar.dfas.length} automata; at most 32 are supported`);
+
+  const { size, pieces, offsets } = table;
+  const tokenBits = new Uint32Array(size);
+  grammar.dfas.forEach((dfa, d) => {
+    const bit = 1 << d;
+    for (let id = 0; id < size; id++) {
+      for (let p = offsets[id], end = offsets[id + 1]; p < end; p++) {
+        if (dfa.firstBytes[pieces[p]]) { tokenBits[id] |= bit; break; }
+      }
+    }
+  });
+
+  const isPadding = new Uint8Array(size);
+  const padTexts = new Set(grammar.grammar.padding);
+  const decoder = new TextDecoder();
+  for (let id = 0; id < size; id++) {
+    const length = offsets[id + 1] - offsets[id];
+    if (length > 0 && length < 64 && (table.flags[id] & KNOWN) && padTexts.has(decoder.decode(pieces.subarray(offsets[id], offsets[id + 1])))) isPadding[id] = 1;
+  }
+
+  const budgets = new Int32Array(grammar.replies.length);
+  grammar.replies.forEach((reply, r) => {
+    const budget = typeof reply.budget === 'string' ? options[reply.budget] : reply.budget;
+    budgets[r] = budget ?? 0;
+  });
+  const afterEnd = options.after_end ?? 0;
+  const maskOf: Record<Role, number> = { prompt: 0, action: 1, observation: 0, trailing: afterEnd };
+  const stateMask = Int8Array.from(grammar.states, (state) => (state.role === undefined ? -1 : maskOf[state.role]));
+  return { grammar, table, options, tokenBits, isPadding, budgets, stateMask, straddleMask: options.straddle ?? 0 };
+}
+
+/** Where each state begins: parallel arrays, reused between rollouts. */
+export class Segments {
+  count = 0;
+  token = new Int32Array(64);
+  offset = new Int32Array(64);
+  state = new Int32Array(64);
+  diagnostics: Diagnostic[] = [];
+
+  reset() { this.count = 0; this.diagnostics = []; }
+
+  push(token: number, offset: number, state: number) {
+    if (this.count === this.token.length) {
+      const grow = (array: Int32Array) => { const next = new Int32Array(array.length * 2); next.set(array); return next; };
+      this.token = grow(this.token); this.offset = grow(this.offset); this.state = grow(this.state);
+    }
+    this.token[this.count] = token;
+    this.offset[this.count] = offset;
+    this.state[this.count] = state;
+    this.count++;
+  }
+}
+
+// Cursor results of the helpers below, kept in module scope so the hot path allocates nothing.
+let atToken = 0;
+let atOffset = 0;
+
+/**
+ * Does `literal` occur at (token, offset)? On success the end position is in atToken/atOffset.
+ * Bytes past `limit` tokens do not count: they are padding or beyond a budget.
+ */
+function matchForward(table: ByteTable, ids: ArrayLike<number>, limit: number, token: number, offset: number, literal: Uint8Array): boolean {
+  if (token >= limit) return false;
+  const { pieces, offsets } = table;
+  let t = token;
+  let p = offsets[ids[t]] + offset;
+  let end = offsets[ids[t] + 1];
+  for (let q = 0; q < literal.length; q++) {
+    while (p >= end) {
+      if (++t >= limit) return false;
+      p = offsets[ids[t]];
+      end = offsets[ids[t] + 1];
+    }
+    if (pieces[p++] !== literal[q]) return false;
+  }
+  atToken = t;
+  atOffset = p - offsets[ids[t]];
+  return true;
+}
+
+/** The position `length` bytes before (token, offset), into atToken/atOffset. */
+function retreat(table: ByteTable, ids: ArrayLike<number>, token: number, offset: number, length: number): void {
+  const { offsets } = table;
+  let t = token;
+  let o = offset;
+  while (length > o) {
+    length -= o;
+    t--;
+    o = offsets[ids[t] + 1] - offsets[ids[t]];
+  }
+  atToken = t;
+  atOffset = o - length;
+}
+
+/**
+ * Run automaton `d` from (token, offset) up to token `limit`. Returns the accepted literal's index with its
+ * end in atToken/atOffset, or -1 with atToken = limit.
+ */
+function runDfa(bound: Bound, d: number, ids: ArrayLike<number>, limit: number, token: number, offset: number): number {
+  const { pieces, offsets } = bound.table;
+  const { delta, accept } = bound.grammar.dfas[d];
+  const tokenBits = bound.tokenBits;
+  const bit = 1 << d;
+  let state = 0;
+  let t = token;
+  let o = offset;
+  while (t < limit) {
+    if (state === 0 && o === 0) {
+      while (t < limit && (tokenBits[ids[t]] & bit) === 0) t++;
+      if (t === limit) break;
+    }
+    const id = ids[t];
+    const base = offsets[id];
+    for (let p = base + o, end = offsets[id + 1]; p < end; p++) {
+      state = delta[(state << 8) | pieces[p]];
+      const literal = accept[state];
+      if (literal >= 0) {
+        atToken = t;
+        atOffset = p - base + 1;
+        return literal;
+      }
+    }
+    o = 0;
+    t++;
+  }
+  atToken = limit;
+  atOffset = 0;
+  return -1;
+}
+
+function report(out: Segments, code: DiagnosticCode, token: number, message: string) {
+  out.diagnostics.push({ code, severity: SEVERITY[code], token, message });
+}
+
+const show = (bytes: Uint8Array) => JSON.stringify(new TextDecoder().decode(bytes));
+
+/**
+ * Scan one rollout. `promptLength` < 0 means: find the prompt's end from the grammar.
+ * Throws RolloutError for input that cannot be masked at all.
+ */
+export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: number, out: Segments): void {
+  const { grammar, table, isPadding, budgets } = bound;
+  const { next, codes, states, replies, handovers, event } = grammar;
+  const E = grammar.events.length;
+  const n = ids.length;
+  out.reset();
+
+  const { size, flags } = table;
+  for (let i = 0; i < n; i++) {
+    const id = ids[i];
+    if (!(id >= 0 && id < size && (flags[id] & KNOWN))) throw new RolloutError(`token ${i}: id ${JSON.stringify(id)} is not in the tokenizer's vocabulary (size ${size})`, i);
+  }
+  if (promptLength > n) throw new RolloutError(`prompt_length ${promptLength} is longer than the rollout (${n} tokens)`);
+
+  // A run of padding tokens closes the stream; nothing in it is the model's or the environment's text.
+  let padStart = n;
+  while (padStart > 0 && isPadding[ids[padStart - 1]]) padStart--;
+
+  let state = grammar.initial;
+  out.push(0, 0, state);
+  let token = 0;
+  let offset = 0;
+  let replyStart = 0;
+
+  const fire = (eventIndex: number, at: number): number => {
+    const target = next[state * E + eventIndex];
+    const raised = codes[state * E + eventIndex];
+    if (raised) for (const code of raised) report(out, code, at, describe(code, bound, ids, at));
+    return target;
+  };
+  const enter = (target: number, t: number, o: number) => {
+    state = target;
+    if (states[target].role === undefined) return;
+    // A state that begins right after a token's last byte begins at the next token: no straddle.
+    if (o > 0 && o === table.offsets[ids[t] + 1] - table.offsets[ids[t]]) { t++; o = 0; }
+    out.push(t, o, target);
+  };
+
+  if (promptLength >= 0) {
+    token = promptLength;
+    enter(fire(event.promptEnd, token), token, 0);
+  }
+
+  for (;;) {
+    const info = states[state];
+
+    if (info.handover >= 0) {
+      // The environment may reply only here. Try each allowed reply's first bytes.
+      const handover = handovers[info.handover];
+      let replied = false;
+      for (const r of handover.replies) {
+        const reply = replies[r];
+        if (!matchForward(table, ids, padStart, token, offset, reply.open ?? reply.text!)) continue;
+        const endToken = atToken;
+        const endOffset = atOffset;
+        enter(fire(reply.event, token), token, offset);
+        replyStart = token;
+        if (reply.text) {
+          token = endToken;
+          offset = endOffset;
+          enter(fire(event.replyEnd, token), token, offset);
+        } else {
+          token = endToken;
+          offset = endOffset;
+        }
+        replied = true;
+        break;
+      }
+      if (replied) continue;
+      const atEnd = token >= padStart || (token === padStart - 1 && offset === table.offsets[ids[token] + 1] - table.offsets[ids[token]]);
+      if (atEnd) {
+        enter(fire(event.end, token), token, offset);
+        break;
+      }
+      enter(fire(event.continue, token), token, offset);
+      continue;
+    }
+
+    if (info.dfa < 0) break; // done, or a state with nothing to hear
+
+    let limit = padStart;
+    const budget = info.reply >= 0 ? budgets[info.reply] : 0;
+    if (budget > 0 && replyStart + budget < limit) limit = replyStart + budget;
+
+    const literalIndex = runDfa(bound, info.dfa, ids, limit, token, offset);
+    if (literalIndex < 0) {
+      if (info.reply >= 0 && limit < padStart) {
+        // The environment cut this reply at its budget; the model writes again from the next token.
+        report(out, 'reply-truncated', limit - 1, `reply "${replies[info.reply].name}" ended by its budget of ${budget} tokens (max_tokens) before its closing text`);
+        token = limit;
+        offset = 0;
+        enter(fire(event.replyEnd, token), token, 0);
+        continue;
+      }
+      break;
+    }
+
+    const literal = grammar.dfas[info.dfa].literals[literalIndex];
+    const endToken = atToken;
+    const endOffset = atOffset;
+
+    if (literal.interrupt >= 0) {
+      // Only a trigger matched: the whole fixed text must follow from the trigger's start.
+      const reply = replies[literal.interrupt];
+      retreat(table, ids, endToken, endOffset, literal.bytes.length);
+      const startToken = atToken;
+      const startOffset = atOffset;
+      if (matchForward(table, ids, padStart, startToken, startOffset, reply.text!)) {
+        const textEndToken = atToken;
+        const textEndOffset = atOffset;
+        enter(fire(literal.event, startToken), startToken, startOffset);
+        replyStart = startToken;
+        token = textEndToken;
+        offset = textEndOffset;
+        enter(fire(event.replyEnd, token), token, offset);
+      } else {
+        token = endToken;
+        offset = endOffset;
+      }
+      continue;
+    }
+
+    const eventType = grammar.events[literal.event].type;
+    if (literal.endsBefore || eventType.startsWith('OPEN:')) {
+      // The literal belongs to what it starts: the next state begins at its first byte.
+      retreat(table, ids, endToken, endOffset, literal.bytes.length);
+      const startToken = atToken;
+      const startOffset = atOffset;
+      enter(fire(literal.event, startToken), startToken, startOffset);
+      // An ends_before literal is heard again by the model's automaton, which gives it its own meaning.
+      token = literal.endsBefore ? startToken : endToken;
+      offset = literal.endsBefore ? startOffset : endOffset;
+      continue;
+    }
+
+    token = endToken;
+    offset = endOffset;
+    const target = fire(literal.event, endToken);
+    if (literal.event === event.promptEnd || literal.event === event.replyEnd) {
+      // Text the template may add after a header (an inserted empty think block) is still not the model's.
+      const optional = literal.event === event.promptEnd ? grammar.promptOptional : replies[info.reply].closeOptional;
+      for (const extra of optional) {
+        if (matchForward(table, ids, padStart, token, offset, extra)) { token = atToken; offset = atOffset; break; }
+      }
+    }
+    enter(target, token, offset);
+  }
+
+  const last = states[state];
+  if (last.role === 'prompt' && promptLength < 0) {
+    report(out, 'no-prompt-end', 0, `the prompt's end (${grammar.grammar.prompt.ends_after.map((literal) => JSON.stringify(literal)).join(' or ')}) was not found and no prompt_length was given: every token is prompt`);
+  } else if (last.reply >= 0 && budgets[last.reply] === 0 && replies[last.reply].text === undefined) {
+    report(out, 'unclosed-reply', replyStart, `the stream ends inside reply "${replies[last.reply].name}" opened at token ${replyStart}, which never closed; if the environment cut it, set its max_tokens option (e.g. --set ${typeof replies[last.reply].budget === 'string' ? replies[last.reply].budget : 'max_tokens'}=N)`);
+  }
+  if (padStart < n && last.role !== 'trailing') {
+    let done = -1;
+    for (let s = 0; s < states.length; s++) if (states[s].role === 'trailing') { done = s; break; }
+    if (done >= 0) out.push(padStart, 0, done);
+  }
+}
+
+function describe(code: DiagnosticCode, bound: Bound, ids: ArrayLike<number>, at: number): string {
+  const piece = bound.table.pieces.subarray(bound.table.offsets[ids[at]], bound.table.offsets[ids[at] + 1]);
+  switch (code) {
+    case 'nested-tag': return `a tag opens at token ${at} (${show(piece)}) while another is still open`;
+    case 'observation-tag-in-action': return `the model wrote an environment-looking tag itself at token ${at} (${show(piece)}); it is the model's text, so it stays action`;
+    case 'missing-reply': return `no reply the protocol allows follows the handover ending at token ${at}; the text after it is kept as the model's`;
+    case 'text-after-end': return `the model kept writing after the episode-ending tag at token ${at}; that text is kept as action`;
+    default: return code;
+  }
+}

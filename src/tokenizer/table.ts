@@ -1,0 +1,166 @@
+/**
+ * The per-id byte table: the exact bytes each token id stands for, built once per tokenizer.
+ *
+ * Matching tags on bytes (not ids, not per-token `decode`) is what lets the scanner see `<think>`
+ * whether it is one added token (Qwen3) or three text tokens (Llama-3), and keeps offsets right when
+ * a character (emoji, CJK) is split across tokens. Per-token `decode` would turn those halves into
+ * U+FFFD and is 100–400× slower (shared/research/feasibility.md §2–3).
+ */
+
+export const KNOWN = 1;
+export const SPECIAL = 2;
+
+export interface ByteTable {
+  /** Ids 0..size-1 may be looked up; `flags[id] & KNOWN` says whether the id has a piece at all. */
+  size: number;
+  /** All pieces back to back; piece of `id` is `pieces.subarray(offsets[id], offsets[id + 1])`. */
+  pieces: Uint8Array;
+  offsets: Uint32Array;
+  flags: Uint8Array;
+  /** How vocabulary strings were turned into bytes. */
+  encoding: PieceEncoding;
+}
+
+export type PieceEncoding = 'byte-level' | 'sentencepiece' | 'plain';
+
+interface AddedTokenJson { id: number; content: string; special?: boolean }
+export interface TokenizerJson {
+  model: { type?: string; vocab: Record<string, number> | Array<[string, number]>; byte_fallback?: boolean };
+  added_tokens?: AddedTokenJson[];
+  pre_tokenizer?: unknown;
+  decoder?: unknown;
+  normalizer?: unknown;
+}
+
+/** GPT-2's byte-to-unicode map, inverted: code point of a vocab character → the byte it encodes. */
+function byteLevelDecoder(): Map<number, number> {
+  const decoder = new Map<number, number>();
+  let next = 256;
+  for (let byte = 0; byte < 256; byte++) {
+    const printable = (byte >= 33 && byte <= 126) || (byte >= 161 && byte <= 172) || (byte >= 174 && byte <= 255);
+    decoder.set(printable ? byte : next++, byte);
+  }
+  return decoder;
+}
+
+/** Does any component (pre-tokenizer, decoder, nested `Sequence`s) have this `type`? */
+function mentionsType(component: unknown, type: string): boolean {
+  if (!component || typeof component !== 'object') return false;
+  const record = component as Record<string, unknown>;
+  if (record.type === type) return true;
+  for (const key of ['pretokenizers', 'decoders', 'normalizers']) {
+    const list = record[key];
+    if (Array.isArray(list) && list.some((item) => mentionsType(item, type))) return true;
+  }
+  return false;
+}
+
+export function pieceEncodingOf(json: TokenizerJson): PieceEncoding {
+  if (mentionsType(json.pre_tokenizer, 'ByteLevel') || mentionsType(json.decoder, 'ByteLevel')) return 'byte-level';
+  if (json.model.byte_fallback || mentionsType(json.decoder, 'Metaspace') || mentionsType(json.decoder, 'ByteFallback')
+    || mentionsType(json.pre_tokenizer, 'Metaspace')) return 'sentencepiece';
+  return 'plain';
+}
+
+const utf8 = new TextEncoder();
+const SENTENCEPIECE_SPACE = '\u2581';
+const BYTE_FALLBACK = /^<0x([0-9A-Fa-f]{2})>$/;
+
+function vocabEntries(json: TokenizerJson): Array<[string, number]> {
+  const vocab = json.model.vocab;
+  if (Array.isArray(vocab)) {
+    // Unigram models list [piece, score] pairs; the id is the position.
+    return vocab.map(([piece], id) => [piece, id]);
+  }
+  return Object.entries(vocab);
+}
+
+/** Build the byte table from a parsed `tokenizer.json`. */
+export function buildByteTable(json: TokenizerJson): ByteTable {
+  if (!json || typeof json !== 'object' || !json.model || typeof json.model !== 'object' || !json.model.vocab) {
+    throw new Error('not a Hugging Face tokenizer.json: no model.vocab');
+  }
+  const encoding = pieceEncodingOf(json);
+  const entries = vocabEntries(json);
+  const added = json.added_tokens ?? [];
+  let size = 0;
+  for (const [, id] of entries) if (id + 1 > size) size = id + 1;
+  for (const token of added) if (token.id + 1 > size) size = token.id + 1;
+
+  const bytesOf: Array<Uint8Array | undefined> = new Array(size);
+  const flags = new Uint8Array(size);
+  const decoder = encoding === 'byte-level' ? byteLevelDecoder() : undefined;
+
+  for (const [piece, id] of entries) {
+    bytesOf[id] = pieceBytes(piece, encoding, decoder);
+    flags[id] = KNOWN;
+  }
+  // Added tokens are matched on their content before the model runs, so their bytes are the content itself.
+  for (const token of added) {
+    bytesOf[token.id] = utf8.encode(token.content);
+    flags[token.id] = KNOWN | (token.special ? SPECIAL : 0);
+  }
+
+  const offsets = new Uint32Array(size + 1);
+  let total = 0;
+  for (let id = 0; id < size; id++) {
+    offsets[id] = total;
+    total += bytesOf[id]?.length ?? 0;
+  }
+  offsets[size] = total;
+  const pieces = new Uint8Array(total);
+  for (let id = 0; id < size; id++) {
+    const bytes = bytesOf[id];
+    if (bytes) pieces.set(bytes, offsets[id]);
+  }
+  return { size, pieces, offsets, flags, encoding };
+}
+
+function pieceBytes(piece: string, encoding: PieceEncoding, decoder: Map<number, number> | undefined): Uint8Array {
+  if (encoding === 'byte-level') {
+    const out = new Uint8Array(piece.length);
+    let length = 0;
+    for (const char of piece) {
+      const byte = decoder!.get(char.codePointAt(0)!);
+      // A vocab string outside the byte alphabet is kept as its UTF-8 (some files mix in plain added text).
+      if (byte === undefined) return utf8.encode(piece);
+      out[length++] = byte;
+    }
+    return out.subarray(0, length);
+  }
+  if (encoding === 'sentencepiece') {
+    const fallback = BYTE_FALLBACK.exec(piece);
+    if (fallback) return Uint8Array.of(parseInt(fallback[1], 16));
+    return utf8.encode(piece.replaceAll(SENTENCEPIECE_SPACE, ' '));
+  }
+  return utf8.encode(piece);
+}
+
+/** The bytes of one id (a view, not a copy). */
+export function pieceOf(table: ByteTable, id: number): Uint8Array {
+  return table.pieces.subarray(table.offsets[id], table.offsets[id + 1]);
+}
+
+/** Exact text of a token range; split characters are joined before decoding, never turned into U+FFFD halves. */
+export function textOf(table: ByteTable, ids: ArrayLike<number>, start = 0, end = ids.length): string {
+  let length = 0;
+  for (let i = start; i < end; i++) length += table.offsets[ids[i] + 1] - table.offsets[ids[i]];
+  const bytes = new Uint8Array(length);
+  let at = 0;
+  for (let i = start; i < end; i++) {
+    const piece = pieceOf(table, ids[i]);
+    bytes.set(piece, at);
+    at += piece.length;
+  }
+  return new TextDecoder().decode(bytes);
+}
+
+/** First index whose id is not a known token, or -1. */
+export function firstUnknownToken(table: ByteTable, ids: ArrayLike<number>): number {
+  const { size, flags } = table;
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i];
+    if (!(id < size) || (flags[id] & KNOWN) === 0) return i;
+  }
+  return -1;
+}
