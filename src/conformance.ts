@@ -1,0 +1,110 @@
+/**
+ * The proof: a tagmask mask is trusted only where it equals an independent one, either the mask of the
+ * transition merge (tinker's `trajectory_to_data`) or a mask a rollout brings from its framework.
+ * Comparisons are made in the reference's frame: the merge's mask is in target space (`mask[i]` belongs
+ * to `tokens[i + 1]`), so tagmask's mask is shifted the same way before comparing.
+ */
+import type { Masker, MaskResult } from './index.ts';
+import { auditExtension, trajectoryToData, type Trajectory } from './merge.ts';
+import { textOf, type ByteTable } from './tokenizer/table.ts';
+
+export type DisagreementClass = 'mask-mismatch' | 'straddling-token';
+
+export interface Disagreement {
+  class: DisagreementClass;
+  /** Token range in the compared stream (not target space), end exclusive. */
+  start: number;
+  end: number;
+  /** The reference's mask value on the run, and tagmask's. */
+  expected: number;
+  actual: number;
+  /** Decoded text: a little before, the run itself, a little after. */
+  before: string;
+  text: string;
+  after: string;
+}
+
+const CONTEXT_TOKENS = 4;
+
+/**
+ * Maximal runs where two masks over the same tokens disagree. `shift` = 1 when `expected` is in
+ * target space (one shorter, `expected[i]` for token i + 1).
+ */
+export function compareMasks(table: ByteTable, tokens: ArrayLike<number>, expected: ArrayLike<number>, result: MaskResult, shift = 0): Disagreement[] {
+  const straddles = new Set(result.diagnostics.filter((item) => item.code === 'straddling-token').map((item) => item.token));
+  const runs: Disagreement[] = [];
+  for (let i = shift; i < tokens.length; i++) {
+    const want = expected[i - shift];
+    const got = result.mask[i];
+    if (want === got) continue;
+    let end = i + 1;
+    while (end < tokens.length && expected[end - shift] === want && result.mask[end] === got) end++;
+    let straddling = true;
+    for (let t = i; t < end; t++) if (!straddles.has(t)) straddling = false;
+    runs.push({
+      class: straddling ? 'straddling-token' : 'mask-mismatch',
+      start: i,
+      end,
+      expected: want,
+      actual: got,
+      before: textOf(table, tokens, Math.max(0, i - CONTEXT_TOKENS), i),
+      text: textOf(table, tokens, i, end),
+      after: textOf(table, tokens, end, Math.min(tokens.length, end + CONTEXT_TOKENS)),
+    });
+    i = end - 1;
+  }
+  return runs;
+}
+
+export interface DatumVerdict {
+  datum: number;
+  /** Transitions [first, end) merged into this datum. */
+  transitions: [number, number];
+  tokens: number;
+  agree: boolean;
+  disagreements: Disagreement[];
+}
+
+export interface SplitReport {
+  transition: number;
+  /** First token index where the new observation departs from the sequence so far. */
+  position: number;
+  expected: string;
+  actual: string;
+}
+
+export interface TrajectoryVerdict {
+  id: unknown;
+  agree: boolean;
+  /** Agreeing target tokens out of all target tokens. */
+  agreeing: number;
+  total: number;
+  datums: DatumVerdict[];
+  /** Non-extensions: each a new datum, reported as `split`, never as a mismatch. */
+  splits: SplitReport[];
+  cost: { trainedTokens: number; mergedTokens: number };
+}
+
+/** Merge a trajectory, run the masker over every datum (its first observation is the prompt), compare. */
+export function checkTrajectory(masker: Masker, table: ByteTable, id: unknown, trajectory: Trajectory, advantage = 1): TrajectoryVerdict {
+  const data = trajectoryToData(trajectory, advantage, { missingLogprobs: 'zero' });
+  const audit = auditExtension(trajectory);
+  let agreeing = 0;
+  let total = 0;
+  const datums = data.map((datum, index): DatumVerdict => {
+    const stream = datum.tokens.concat(datum.target_tokens.slice(-1));
+    const result = masker.mask(stream, { promptLength: datum.firstObservationLength });
+    const disagreements = compareMasks(table, stream, datum.mask, result, 1);
+    const wrong = disagreements.reduce((sum, run) => sum + run.end - run.start, 0);
+    total += datum.mask.length;
+    agreeing += datum.mask.length - wrong;
+    return { datum: index, transitions: [datum.transitionStart, datum.transitionEnd], tokens: stream.length, agree: disagreements.length === 0, disagreements };
+  });
+  const splits = audit.splits.map((split) => ({
+    transition: split.transition,
+    position: split.position,
+    expected: textOf(table, split.expected.filter((token) => token < table.size)),
+    actual: textOf(table, split.actual.filter((token) => token < table.size)),
+  }));
+  return { id, agree: datums.every((datum) => datum.agree), agreeing, total, datums, splits, cost: audit.cost };
+}
