@@ -9,6 +9,7 @@
 import type { CompiledGrammar, Role } from './grammar/compile.ts';
 import { KNOWN, type ByteTable } from './tokenizer/table.ts';
 import { RolloutError, SEVERITY, type Diagnostic, type DiagnosticCode } from './diagnostics.ts';
+import { readAttributes } from './attributes.ts';
 
 export type OptionValues = Record<string, number | null>;
 
@@ -78,8 +79,10 @@ export class Segments {
   offset = new Int32Array(64);
   state = new Int32Array(64);
   diagnostics: Diagnostic[] = [];
+  /** Attributes of the tag that opens a segment (tags declared with `attributes`), by segment index. */
+  attributes = new Map<number, Record<string, string>>();
 
-  reset() { this.count = 0; this.diagnostics = []; }
+  reset() { this.count = 0; this.diagnostics = []; this.attributes.clear(); }
 
   push(token: number, offset: number, state: number) {
     if (this.count === this.token.length) {
@@ -170,6 +173,37 @@ function runDfa(bound: Bound, d: number, ids: ArrayLike<number>, limit: number, 
   return -1;
 }
 
+const MAX_TAG_BYTES = 4096;
+
+/**
+ * After a tag-name literal (`<invoke`) at (token, offset): if the name ends there, read up to `>` and
+ * return the attributes (end position in atToken/atOffset). Undefined when it is another name
+ * (`<invoker`) or no `>` follows within MAX_TAG_BYTES.
+ */
+function readTagRest(table: ByteTable, ids: ArrayLike<number>, limit: number, token: number, offset: number): { attributes: Record<string, string> } | undefined {
+  const { pieces, offsets } = table;
+  const bytes: number[] = [];
+  let t = token;
+  let p = offsets[ids[t]] + offset;
+  let end = offsets[ids[t] + 1];
+  for (;;) {
+    while (p >= end) {
+      if (++t >= limit) return undefined;
+      p = offsets[ids[t]];
+      end = offsets[ids[t] + 1];
+    }
+    const byte = pieces[p++];
+    if (bytes.length === 0 && !(byte === 0x3e || byte === 0x2f || byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d)) return undefined;
+    bytes.push(byte);
+    if (byte === 0x3e) break;
+    if (bytes.length > MAX_TAG_BYTES) return undefined;
+  }
+  atToken = t;
+  atOffset = p - offsets[ids[t]];
+  // Read under a neutral name: HTML parsing rules for names like <tr> or <title> would drop the element.
+  return { attributes: readAttributes(`<span${new TextDecoder().decode(Uint8Array.from(bytes))}`) };
+}
+
 function report(out: Segments, code: DiagnosticCode, token: number, message: string) {
   out.diagnostics.push({ code, severity: SEVERITY[code], token, message });
 }
@@ -203,6 +237,9 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
   let token = 0;
   let offset = 0;
   let replyStart = 0;
+  // Where the current model turn began: a line-start marker may also stand there.
+  let turnToken = -1;
+  let turnOffset = 0;
 
   const fire = (eventIndex: number, at: number): number => {
     const target = next[state * E + eventIndex];
@@ -211,11 +248,20 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
     return target;
   };
   const enter = (target: number, t: number, o: number) => {
+    const before = states[state].role;
     state = target;
-    if (states[target].role === undefined) return;
+    const role = states[target].role;
+    if (role === undefined) return;
     // A state that begins right after a token's last byte begins at the next token: no straddle.
     if (o > 0 && o === table.offsets[ids[t] + 1] - table.offsets[ids[t]]) { t++; o = 0; }
+    if (role === 'action' && before !== 'action') { turnToken = t; turnOffset = o; }
     out.push(t, o, target);
+  };
+  const atLineStart = (t: number, o: number): boolean => {
+    if (t === turnToken && o === turnOffset) return true;
+    if (t === 0 && o === 0) return true;
+    retreat(table, ids, t, o, 1);
+    return table.pieces[table.offsets[ids[atToken]] + atOffset] === 0x0a;
   };
 
   if (promptLength >= 0) {
@@ -309,10 +355,26 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
       retreat(table, ids, endToken, endOffset, literal.bytes.length);
       const startToken = atToken;
       const startOffset = atOffset;
+      let attributes: Record<string, string> | undefined;
+      let afterToken = endToken;
+      let afterOffset = endOffset;
+      if (literal.lineStart && !atLineStart(startToken, startOffset)) {
+        token = endToken; offset = endOffset;
+        continue;
+      }
+      if (literal.attributes) {
+        // `<invoke` must end its name here, and the tag runs to `>`: parse5 reads its attributes.
+        const tag = readTagRest(table, ids, padStart, endToken, endOffset);
+        if (!tag) { token = endToken; offset = endOffset; continue; }
+        attributes = tag.attributes;
+        afterToken = atToken;
+        afterOffset = atOffset;
+      }
       enter(fire(literal.event, startToken), startToken, startOffset);
+      if (attributes) out.attributes.set(out.count - 1, attributes);
       // An ends_before literal is heard again by the model's automaton, which gives it its own meaning.
-      token = literal.endsBefore ? startToken : endToken;
-      offset = literal.endsBefore ? startOffset : endOffset;
+      token = literal.endsBefore ? startToken : afterToken;
+      offset = literal.endsBefore ? startOffset : afterOffset;
       continue;
     }
 

@@ -16,6 +16,8 @@ export interface Span {
   start: number;
   /** Exclusive. */
   end: number;
+  /** Attributes of the tag that opens the span (tags declared with `attributes`: `<invoke name="…">`). */
+  attrs?: Record<string, string>;
 }
 
 /** Token index where each segment's tokens start; straddles are reported into `segments.diagnostics`. */
@@ -71,9 +73,10 @@ export function buildSpans(bound: Bound, ids: ArrayLike<number>, segments: Segme
     const state = segments.state[j];
     const role = bound.stateMask[state] === 1 ? 'action' : 'observation';
     const tag = states[state].kind;
+    const attrs = segments.attributes.get(j);
     const previous = spans[spans.length - 1];
-    if (previous && previous.role === role && previous.tag === tag) previous.end = end;
-    else spans.push({ role, tag, start: starts[j], end });
+    if (previous && !attrs && previous.role === role && previous.tag === tag) previous.end = end;
+    else spans.push(attrs ? { role, tag, start: starts[j], end, attrs } : { role, tag, start: starts[j], end });
   }
   return spans;
 }

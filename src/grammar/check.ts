@@ -32,9 +32,12 @@ export type GrammarIssueCode =
 export function modelLiterals(grammar: Grammar): Array<{ literal: string; path: string }> {
   const literals: Array<{ literal: string; path: string }> = [];
   const handoverLiterals = new Set(grammar.handovers.map((handover) => handover.after));
+  const at = (base: string, list: string[], index: number) => (list.length === 1 ? base : `${base}[${index}]`);
   for (const [name, tag] of Object.entries(grammar.tags)) {
-    literals.push({ literal: tag.open, path: `tags.${name}.open` });
-    if (tag.close && !handoverLiterals.has(tag.close)) literals.push({ literal: tag.close, path: `tags.${name}.close` });
+    tag.open.forEach((literal, index) => literals.push({ literal, path: at(`tags.${name}.open`, tag.open, index) }));
+    tag.close.forEach((literal, index) => {
+      if (!handoverLiterals.has(literal)) literals.push({ literal, path: at(`tags.${name}.close`, tag.close, index) });
+    });
   }
   grammar.handovers.forEach((handover, index) => {
     if (handover.after !== undefined) literals.push({ literal: handover.after, path: `handovers[${index}].after` });
@@ -56,7 +59,7 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
     if (handover.after_tag !== undefined) {
       const tag = grammar.tags[handover.after_tag];
       if (!tag) add('unknown-tag', 'error', `${path}.after_tag`, `no tag named ${show(handover.after_tag)} (tags: ${Object.keys(grammar.tags).join(', ') || 'none'})`);
-      else if (!tag.close) add('unknown-tag', 'error', `${path}.after_tag`, `tag ${show(handover.after_tag)} has no "close", so nothing marks the handover`);
+      else if (!tag.close.length) add('unknown-tag', 'error', `${path}.after_tag`, `tag ${show(handover.after_tag)} has no "close", so nothing marks the handover`);
       if (handoverTags.has(handover.after_tag)) add('duplicate-handover', 'error', `${path}.after_tag`, `a handover after ${show(handover.after_tag)} is already declared`);
       handoverTags.add(handover.after_tag);
     }

@@ -45,6 +45,10 @@ export interface DfaLiteral {
   endsBefore: boolean;
   /** A trigger for this interrupting reply: verify its whole text from the trigger's start. */
   interrupt: number;
+  /** Counts only at the start of a line or of the model's turn. */
+  lineStart: boolean;
+  /** A tag name prefix: the tag runs to `>`, its attributes are read. */
+  attributes: boolean;
 }
 
 export interface ReplyInfo {
@@ -110,7 +114,7 @@ export function machineConfig(grammar: Grammar) {
       on[`OPEN:${tag}`] = { target: tag, actions };
     }
     const own = kind === 'text' ? undefined : grammar.tags[kind];
-    if (own?.close && !handoverLiterals.has(own.close)) {
+    if (own?.close.some((literal) => !handoverLiterals.has(literal))) {
       const handover = handoverAfterTag.get(kind);
       on[`CLOSE:${kind}`] = handover === undefined ? 'text' : `#grammar.handover-${handover}`;
     }
@@ -262,22 +266,30 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
   }));
 
   const others = modelLiterals(grammar).map((item) => item.literal);
+  const handoverLiterals = new Set(grammar.handovers.flatMap((handover) => (handover.after === undefined ? [] : [handover.after])));
   const literalsOf = (eventType: string, snapshot: AnyMachineSnapshot): Array<Omit<DfaLiteral, 'event'>> => {
     const [family, name] = eventType.split(':');
-    const plain = (literal: string | undefined) => literal === undefined ? [] : [{ bytes: utf8.encode(literal), endsBefore: false, interrupt: -1 }];
+    const plain = (literal: string | undefined) => literal === undefined ? [] : [{ bytes: utf8.encode(literal), endsBefore: false, interrupt: -1, lineStart: false, attributes: false }];
     switch (family) {
       case 'PROMPT_END': return grammar.prompt.ends_after.flatMap((literal) => plain(literal));
-      case 'OPEN': return plain(grammar.tags[name].open);
-      case 'CLOSE': return plain(grammar.tags[name].close);
+      case 'OPEN': {
+        const tag = grammar.tags[name];
+        return tag.open.map((literal) => ({ ...plain(literal)[0], lineStart: tag.line_start, attributes: tag.attributes }));
+      }
+      case 'CLOSE': return grammar.tags[name].close.filter((literal) => !handoverLiterals.has(literal)).flatMap((literal) => plain(literal));
       case 'HANDOVER': return plain(grammar.handovers[Number(name)].after);
       case 'INTERRUPT': {
         const text = grammar.replies[name].text!;
-        return [{ bytes: utf8.encode(interruptTrigger(text, others)), endsBefore: false, interrupt: replyIndex.get(name)! }];
+        return [{ ...plain(interruptTrigger(text, others))[0], interrupt: replyIndex.get(name)! }];
       }
       case 'REPLY_END': {
         const reply = grammar.replies[metaOf(snapshot).reply ?? ''];
         if (!reply || reply.text !== undefined) return [];
-        if (reply.ends_before !== undefined) return [{ bytes: utf8.encode(reply.ends_before), endsBefore: true, interrupt: -1 }];
+        if (reply.ends_before !== undefined) {
+          // The literal is the model's: it keeps the line-start rule of the tag it opens.
+          const lineStart = Object.values(grammar.tags).some((tag) => tag.line_start && tag.open.includes(reply.ends_before!));
+          return [{ ...plain(reply.ends_before)[0], endsBefore: true, lineStart }];
+        }
         return plain(reply.close);
       }
       default: return [];
@@ -296,7 +308,7 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
     }
     let dfa = -1;
     if (literals.length && role !== undefined) {
-      const key = literals.map((literal) => `${literal.event}/${literal.endsBefore}/${literal.interrupt}/${Buffer.from(literal.bytes).toString('hex')}`).sort().join(',');
+      const key = literals.map((literal) => `${literal.event}/${literal.endsBefore}/${literal.interrupt}/${literal.lineStart}/${literal.attributes}/${Buffer.from(literal.bytes).toString('hex')}`).sort().join(',');
       let at = dfaByKey.get(key);
       if (at === undefined) { at = dfas.length; dfaByKey.set(key, at); dfas.push(buildDfa(literals)); }
       dfa = at;

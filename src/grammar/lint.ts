@@ -20,8 +20,8 @@ export function grammarLiterals(grammar: Grammar): Array<{ path: string; literal
   grammar.prompt.ends_after.forEach((literal, i) => out.push({ path: `prompt.ends_after[${i}]`, literal }));
   grammar.prompt.then_optional.forEach((literal, i) => out.push({ path: `prompt.then_optional[${i}]`, literal }));
   for (const [name, tag] of Object.entries(grammar.tags)) {
-    out.push({ path: `tags.${name}.open`, literal: tag.open });
-    if (tag.close) out.push({ path: `tags.${name}.close`, literal: tag.close });
+    tag.open.forEach((literal, i) => out.push({ path: tag.open.length === 1 ? `tags.${name}.open` : `tags.${name}.open[${i}]`, literal }));
+    tag.close.forEach((literal, i) => out.push({ path: tag.close.length === 1 ? `tags.${name}.close` : `tags.${name}.close[${i}]`, literal }));
   }
   grammar.handovers.forEach((handover, i) => { if (handover.after) out.push({ path: `handovers[${i}].after`, literal: handover.after }); });
   for (const [name, reply] of Object.entries(grammar.replies)) {

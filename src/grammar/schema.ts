@@ -25,10 +25,16 @@ export interface PromptSpec {
 }
 
 export interface TagSpec {
-  open: string;
-  close?: string;
+  /** Literals that open this kind; several are alternatives (verifiers' XMLParser `("tool", "answer")`). */
+  open: string[];
+  /** Literals that close it (empty: the kind lasts until the next tag, as ReAct's `Thought:`). */
+  close: string[];
   /** The model writing this tag deserves a look (e.g. it wrote the environment's `<information>`). */
-  lookalike?: boolean;
+  lookalike: boolean;
+  /** The open literal counts only at the start of a line (or of the model's turn): ReAct markers. */
+  line_start: boolean;
+  /** The open literal is a tag name prefix (`<invoke`); the tag runs to `>` and its attributes are read. */
+  attributes: boolean;
 }
 
 export interface HandoverSpec {
@@ -144,11 +150,18 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
   else for (const [key, spec] of Object.entries((value.tags ?? {}) as Record<string, Json>)) {
     const path = `tags.${key}`;
     if (!isObject(spec)) { issue(path, 'expected {"open": …, "close"?: …}'); continue; }
-    unknownKeys(spec, ['open', 'close', 'lookalike'], path);
-    const open = string(spec, 'open', path, true);
-    const close = string(spec, 'close', path, false);
-    if (spec.lookalike !== undefined && typeof spec.lookalike !== 'boolean') issue(`${path}.lookalike`, 'expected true or false');
-    if (open) tags[key] = { open, close, lookalike: spec.lookalike === true };
+    unknownKeys(spec, ['open', 'close', 'lookalike', 'line_start', 'attributes'], path);
+    if (spec.open === undefined) { issue(path, 'missing "open"'); continue; }
+    const open = typeof spec.open === 'string' ? [string(spec, 'open', path, true)].filter((item) => item !== undefined) : strings(spec, 'open', path);
+    const close = typeof spec.close === 'string' ? [string(spec, 'close', path, false)].filter((item) => item !== undefined) : strings(spec, 'close', path);
+    if (!open.length) issue(`${path}.open`, 'expected a literal or a list of alternative literals');
+    const flags: Record<string, boolean> = {};
+    for (const name of ['lookalike', 'line_start', 'attributes']) {
+      if (spec[name] !== undefined && typeof spec[name] !== 'boolean') issue(`${path}.${name}`, 'expected true or false');
+      flags[name] = spec[name] === true;
+    }
+    if (flags.attributes && open.some((literal) => literal.endsWith('>'))) issue(`${path}.open`, 'a tag with "attributes" opens with its name only ("<invoke"), since attributes come before ">"');
+    tags[key] = { open, close, lookalike: flags.lookalike, line_start: flags.line_start, attributes: flags.attributes };
   }
 
   const handovers: HandoverSpec[] = [];
