@@ -398,8 +398,7 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
     report(out, 'unclosed-reply', replyStart, `the stream ends inside reply "${replies[last.reply].name}" opened at token ${replyStart}, which never closed; if the environment cut it, set its max_tokens option (e.g. --set ${typeof replies[last.reply].budget === 'string' ? replies[last.reply].budget : 'max_tokens'}=N)`);
   }
   if (padStart < n && last.role !== 'trailing') {
-    let done = -1;
-    for (let s = 0; s < states.length; s++) if (states[s].role === 'trailing') { done = s; break; }
+    const done = next[state * E + event.end];
     if (done >= 0) out.push(padStart, 0, done);
   }
 }

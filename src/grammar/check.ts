@@ -51,6 +51,12 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
   const issues: GrammarIssue[] = [];
   const add = (code: GrammarIssueCode, severity: Severity, path: string, message: string) => issues.push({ code, severity, path, message });
 
+  for (const [name, tag] of Object.entries(grammar.tags)) {
+    tag.contains.forEach((inner, index) => {
+      if (!(inner in grammar.tags)) add('unknown-tag', 'error', `tags.${name}.contains[${index}]`, `no tag named ${show(inner)}`);
+    });
+  }
+
   const referenced = new Set<string>();
   const handoverTags = new Set<string>();
   const handoverLiterals = new Set<string>();

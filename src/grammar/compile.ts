@@ -109,7 +109,7 @@ export function machineConfig(grammar: Grammar) {
     const on: Record<string, unknown> = {};
     for (const tag of tagNames) {
       const actions = [];
-      if (kind !== 'text') actions.push(report('nested-tag'));
+      if (kind !== 'text' && !grammar.tags[kind].contains.includes(tag)) actions.push(report('nested-tag'));
       if (grammar.tags[tag].lookalike) actions.push(report('observation-tag-in-action'));
       on[`OPEN:${tag}`] = { target: tag, actions };
     }
@@ -121,8 +121,10 @@ export function machineConfig(grammar: Grammar) {
     kindStates[kind] = { meta: { kind }, on };
   }
 
+  // END: the stream's closing padding begins; wherever the protocol stands, the rest is trailing.
+  modelOn.END = 'done';
   const states: Record<string, unknown> = {
-    prompt: { tags: ['prompt'], meta: { kind: 'prompt' }, on: { PROMPT_END: 'model' } },
+    prompt: { tags: ['prompt'], meta: { kind: 'prompt' }, on: { PROMPT_END: 'model', END: 'done' } },
     model: { tags: ['action'], initial: 'text', on: modelOn, states: kindStates },
     done: { tags: ['trailing'], meta: { kind: 'trailing' }, type: 'final' },
   };
@@ -134,7 +136,7 @@ export function machineConfig(grammar: Grammar) {
     states[`handover-${index}`] = { meta: { handover: index }, on };
   });
   for (const name of Object.keys(grammar.replies)) {
-    states[`reply-${name}`] = { tags: ['observation'], meta: { kind: name, reply: name }, on: { REPLY_END: 'model' } };
+    states[`reply-${name}`] = { tags: ['observation'], meta: { kind: name, reply: name }, on: { REPLY_END: 'model', END: 'done' } };
   }
   return { id: 'grammar', initial: 'prompt', states };
 }

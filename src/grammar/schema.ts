@@ -35,6 +35,8 @@ export interface TagSpec {
   line_start: boolean;
   /** The open literal is a tag name prefix (`<invoke`); the tag runs to `>` and its attributes are read. */
   attributes: boolean;
+  /** Tags that may open inside this one without a `nested-tag` note (`<invoke>` inside `<function_calls>`). */
+  contains: string[];
 }
 
 export interface HandoverSpec {
@@ -150,7 +152,7 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
   else for (const [key, spec] of Object.entries((value.tags ?? {}) as Record<string, Json>)) {
     const path = `tags.${key}`;
     if (!isObject(spec)) { issue(path, 'expected {"open": …, "close"?: …}'); continue; }
-    unknownKeys(spec, ['open', 'close', 'lookalike', 'line_start', 'attributes'], path);
+    unknownKeys(spec, ['open', 'close', 'lookalike', 'line_start', 'attributes', 'contains'], path);
     if (spec.open === undefined) { issue(path, 'missing "open"'); continue; }
     const open = typeof spec.open === 'string' ? [string(spec, 'open', path, true)].filter((item) => item !== undefined) : strings(spec, 'open', path);
     const close = typeof spec.close === 'string' ? [string(spec, 'close', path, false)].filter((item) => item !== undefined) : strings(spec, 'close', path);
@@ -161,7 +163,7 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
       flags[name] = spec[name] === true;
     }
     if (flags.attributes && open.some((literal) => literal.endsWith('>'))) issue(`${path}.open`, 'a tag with "attributes" opens with its name only ("<invoke"), since attributes come before ">"');
-    tags[key] = { open, close, lookalike: flags.lookalike, line_start: flags.line_start, attributes: flags.attributes };
+    tags[key] = { open, close, lookalike: flags.lookalike, line_start: flags.line_start, attributes: flags.attributes, contains: strings(spec, 'contains', path) };
   }
 
   const handovers: HandoverSpec[] = [];
