@@ -9,7 +9,7 @@ import { findSuites, formatSuite, maskSamples, proveSuite, suitePassed } from '.
 import { checkGrammarFile, formatIssue, GrammarError, resolveGrammarPath } from './grammar/load.ts';
 import { JsonlWriter, readJsonl } from './io/jsonl.ts';
 import { datumToJson, parseTrajectoryLine, trajectoryToData } from './merge.ts';
-import { lintGrammarLiterals } from './grammar/lint.ts';
+import { lintLiterals } from './grammar/lint.ts';
 import { loadTokenizer } from './tokenizer/load.ts';
 
 const USAGE = `tagmask: rebuild and audit RL action masks from flat rollout token streams
@@ -88,13 +88,17 @@ async function main(argv: string[]): Promise<number> {
       const checked = checkGrammarFile(resolveGrammarPath(args.positionals[0]));
       for (const issue of checked.issues) process.stdout.write(`${formatIssue(issue)}\n`);
       const errors = checked.issues.filter((issue) => issue.severity === 'error').length;
-      if (checked.compiled) {
-        for (const spec of args.flags.get('--tokenizer') ?? []) {
-          const tokenizer = await loadTokenizer(spec);
-          for (const finding of await lintGrammarLiterals(checked.compiled.grammar, tokenizer)) process.stdout.write(`${checked.file}: ${finding}\n`);
+      const specs = args.flags.get('--tokenizer') ?? [];
+      let lintWarnings = 0;
+      if (checked.compiled && specs.length) {
+        const tokenizers = await Promise.all(specs.map((spec) => loadTokenizer(spec)));
+        for (const finding of await lintLiterals(checked.compiled.grammar, tokenizers)) {
+          if (finding.severity === 'warning') lintWarnings++;
+          process.stdout.write(`${checked.file}: ${finding.severity} ${finding.code} at ${finding.path}: ${finding.message}\n`);
         }
       }
-      process.stdout.write(`${checked.file}: ${errors} error(s), ${checked.issues.length - errors} other finding(s)\n`);
+      const warnings = checked.issues.filter((issue) => issue.severity === 'warning').length + lintWarnings;
+      process.stdout.write(`${checked.file}: ${errors} error(s), ${warnings} warning(s)\n`);
       return errors ? 1 : 0;
     }
     case undefined:

@@ -1,82 +1,103 @@
 /**
- * Lint a grammar's literals against a tokenizer: how each literal tokenizes, and where BPE merges a
- * literal's edge with its neighbour (`</search>` + `\n\n` → `>\n\n`). Those merges are where straddling
- * tokens come from when a rollout's text is re-tokenized in one piece.
+ * Lint a grammar's literals against tokenizers: how each literal tokenizes, where it is one token in one
+ * tokenizer and several in another, and where BPE merges a role edge of a literal with its neighbour
+ * (`</search>` + `\n\n` → `>\n\n`). Those merges are where straddling tokens come from when a rollout's
+ * text is re-tokenized in one piece. Edges inside the model's own text (between two kinds) are harmless
+ * and not reported.
  */
+import { relative } from 'node:path';
 import type { Grammar } from './schema.ts';
 import type { LoadedTokenizer } from '../tokenizer/load.ts';
 import { textOf } from '../tokenizer/table.ts';
 
 export interface LiteralFinding {
   code: 'literal-tokens' | 'boundary-merge' | 'token-count-differs';
+  severity: 'info' | 'warning';
   path: string;
   literal: string;
   message: string;
 }
 
-/** Every literal of a grammar, with its JSON path. */
-export function grammarLiterals(grammar: Grammar): Array<{ path: string; literal: string }> {
-  const out: Array<{ path: string; literal: string }> = [];
-  grammar.prompt.ends_after.forEach((literal, i) => out.push({ path: `prompt.ends_after[${i}]`, literal }));
-  grammar.prompt.then_optional.forEach((literal, i) => out.push({ path: `prompt.then_optional[${i}]`, literal }));
+interface GrammarLiteral {
+  path: string;
+  literal: string;
+  /** Does a role (action/observation) change at its first byte, at its end? */
+  roleEdgeAtStart: boolean;
+  roleEdgeAtEnd: boolean;
+}
+
+/** Every literal of a grammar, with its JSON path and where roles change around it. */
+export function grammarLiterals(grammar: Grammar): GrammarLiteral[] {
+  const out: GrammarLiteral[] = [];
+  const add = (path: string, literal: string, roleEdgeAtStart: boolean, roleEdgeAtEnd: boolean) => out.push({ path, literal, roleEdgeAtStart, roleEdgeAtEnd });
+  const handoverTags = new Set(grammar.handovers.map((handover) => handover.after_tag));
+  grammar.prompt.ends_after.forEach((literal, i) => add(`prompt.ends_after[${i}]`, literal, false, true));
+  grammar.prompt.then_optional.forEach((literal, i) => add(`prompt.then_optional[${i}]`, literal, false, true));
   for (const [name, tag] of Object.entries(grammar.tags)) {
-    tag.open.forEach((literal, i) => out.push({ path: tag.open.length === 1 ? `tags.${name}.open` : `tags.${name}.open[${i}]`, literal }));
-    tag.close.forEach((literal, i) => out.push({ path: tag.close.length === 1 ? `tags.${name}.close` : `tags.${name}.close[${i}]`, literal }));
+    tag.open.forEach((literal, i) => add(tag.open.length === 1 ? `tags.${name}.open` : `tags.${name}.open[${i}]`, literal, false, false));
+    tag.close.forEach((literal, i) => add(tag.close.length === 1 ? `tags.${name}.close` : `tags.${name}.close[${i}]`, literal, false, handoverTags.has(name)));
   }
-  grammar.handovers.forEach((handover, i) => { if (handover.after) out.push({ path: `handovers[${i}].after`, literal: handover.after }); });
+  grammar.handovers.forEach((handover, i) => { if (handover.after) add(`handovers[${i}].after`, handover.after, false, true); });
   for (const [name, reply] of Object.entries(grammar.replies)) {
-    for (const key of ['open', 'close', 'ends_before', 'text'] as const) {
-      const literal = reply[key];
-      if (literal !== undefined) out.push({ path: `replies.${name}.${key}`, literal });
-    }
+    if (reply.open !== undefined) add(`replies.${name}.open`, reply.open, true, false);
+    if (reply.close !== undefined) add(`replies.${name}.close`, reply.close, false, true);
+    if (reply.ends_before !== undefined) add(`replies.${name}.ends_before`, reply.ends_before, true, false);
+    if (reply.text !== undefined) add(`replies.${name}.text`, reply.text, true, true);
+    reply.close_then_optional.forEach((literal, i) => add(`replies.${name}.close_then_optional[${i}]`, literal, false, true));
   }
-  const seen = new Set<string>();
-  return out.filter((item) => (seen.has(item.literal) ? false : (seen.add(item.literal), true)));
+  // One finding per literal text: a literal declared twice (a tag close that is a handover) merges its edges.
+  const byText = new Map<string, GrammarLiteral>();
+  for (const item of out) {
+    const seen = byText.get(item.literal);
+    if (!seen) byText.set(item.literal, { ...item });
+    else { seen.roleEdgeAtStart ||= item.roleEdgeAtStart; seen.roleEdgeAtEnd ||= item.roleEdgeAtEnd; }
+  }
+  return [...byText.values()];
 }
 
 // Neighbours a literal meets in real rollouts: text, spaces, newlines, punctuation, another tag.
-const BEFORE = ['', 'a', ' ', '.', '\n', '\n\n', '>'];
-const AFTER = ['', 'a', ' ', '.', '\n', '\n\n', '<'];
+const BEFORE = ['a', ' ', '.', '\n', '\n\n', '>'];
+const AFTER = ['a', ' ', '.', '\n', '\n\n', '<'];
 
 const show = (text: string) => JSON.stringify(text);
+const label = (tokenizer: LoadedTokenizer) => relative(process.cwd(), tokenizer.path).replace(/^node_modules\//, '');
 
-export async function lintLiterals(grammar: Grammar, tokenizer: LoadedTokenizer): Promise<LiteralFinding[]> {
-  const hf = await tokenizer.transformers();
-  const encode = (text: string) => (text ? hf.encode(text, { add_special_tokens: false }) : []);
+export async function lintLiterals(grammar: Grammar, tokenizers: LoadedTokenizer[]): Promise<LiteralFinding[]> {
+  const encoders = await Promise.all(tokenizers.map(async (tokenizer) => {
+    const hf = await tokenizer.transformers();
+    return (text: string) => (text ? hf.encode(text, { add_special_tokens: false }) : []);
+  }));
   const findings: LiteralFinding[] = [];
-  for (const { path, literal } of grammarLiterals(grammar)) {
-    const ids = encode(literal);
-    const pieces = ids.map((id) => show(textOf(tokenizer.table, [id])));
-    findings.push({ code: 'literal-tokens', path, literal, message: `${show(literal)} is ${ids.length} token${ids.length === 1 ? '' : 's'}: ${pieces.join(' ')}` });
-    const merges = new Set<string>();
-    for (const before of BEFORE) for (const after of AFTER) {
-      if (!before && !after) continue;
-      const whole = encode(before + literal + after);
-      // Token edges of the whole encoding, in bytes; the literal's edges must be among them.
-      const edges = new Set<number>([0]);
-      let at = 0;
-      for (const id of whole) { at += Buffer.byteLength(textOf(tokenizer.table, [id])); edges.add(at); }
-      const start = Buffer.byteLength(before);
-      const end = start + Buffer.byteLength(literal);
-      let offset = 0;
-      for (const id of whole) {
-        const piece = textOf(tokenizer.table, [id]);
-        const next = offset + Buffer.byteLength(piece);
-        const crossesStart = before && offset < start && next > start;
-        const crossesEnd = after && offset < end && next > end;
-        if (crossesStart || crossesEnd) merges.add(`${crossesStart ? `${show(before)} + start` : `end + ${show(after)}`} → token ${show(piece)}`);
-        offset = next;
+  for (const { path, literal, roleEdgeAtStart, roleEdgeAtEnd } of grammarLiterals(grammar)) {
+    const counts: number[] = [];
+    tokenizers.forEach((tokenizer, t) => {
+      const encode = encoders[t];
+      const ids = encode(literal);
+      counts.push(ids.length);
+      const pieces = ids.map((id) => show(textOf(tokenizer.table, [id])));
+      findings.push({ code: 'literal-tokens', severity: 'info', path, literal, message: `[${label(tokenizer)}] ${show(literal)} is ${ids.length} token${ids.length === 1 ? '' : 's'}: ${pieces.join(' ')}` });
+      const merges = new Set<string>();
+      const check = (before: string, after: string) => {
+        const start = Buffer.byteLength(before);
+        const end = start + Buffer.byteLength(literal);
+        let offset = 0;
+        for (const id of encode(before + literal + after)) {
+          const piece = textOf(tokenizer.table, [id]);
+          const next = offset + Buffer.byteLength(piece);
+          if (before && offset < start && next > start) merges.add(`${show(before)} + its start → ${show(piece)}`);
+          if (after && offset < end && next > end) merges.add(`its end + ${show(after)} → ${show(piece)}`);
+          offset = next;
+        }
+      };
+      if (roleEdgeAtStart) for (const before of BEFORE) check(before, '');
+      if (roleEdgeAtEnd) for (const after of AFTER) check('', after);
+      if (merges.size) {
+        findings.push({ code: 'boundary-merge', severity: 'warning', path, literal, message: `[${label(tokenizer)}] ${show(literal)} starts or ends a role, and BPE merges it with its neighbour: ${[...merges].join('; ')}. A stream re-tokenized in one piece gets straddling tokens there` });
       }
-    }
-    if (merges.size) {
-      findings.push({ code: 'boundary-merge', path, literal, message: `${show(literal)} merges with its neighbour: ${[...merges].join('; ')} (straddling tokens where text is re-tokenized)` });
+    });
+    if (new Set(counts).size > 1) {
+      findings.push({ code: 'token-count-differs', severity: 'warning', path, literal, message: `${show(literal)} is ${tokenizers.map((tokenizer, t) => `${counts[t]} token${counts[t] === 1 ? '' : 's'} in ${label(tokenizer)}`).join(', ')}: match it on bytes, never on ids` });
     }
   }
   return findings;
-}
-
-/** Findings as lines, for `tagmask grammar check --tokenizer`. */
-export async function lintGrammarLiterals(grammar: Grammar, tokenizer: LoadedTokenizer): Promise<string[]> {
-  const findings = await lintLiterals(grammar, tokenizer);
-  return findings.map((finding) => `${finding.code === 'literal-tokens' ? 'info' : 'warning'} ${finding.code} at ${finding.path} [${tokenizer.path}]: ${finding.message}`);
 }
