@@ -48,11 +48,13 @@ export class Masker {
   /** Mask one rollout, with its spans and diagnostics. Throws RolloutError for input it cannot mask. */
   mask(tokens: ArrayLike<number>, options: MaskOptions = {}): MaskResult {
     const segments = this.segments;
+    segments.messages = true;
     scanRollout(this.bound, tokens, options.promptLength ?? -1, segments);
     const mask = new Uint8Array(tokens.length);
     fillMask(this.bound, tokens, segments, mask);
     const spans = buildSpans(this.bound, tokens, segments);
-    const diagnostics = segments.diagnostics;
+    // The segments are reused by the next rollout: the caller gets its own array.
+    const diagnostics = segments.diagnostics.slice();
     if (tokens.length > 0 && !spans.some((span) => span.role === 'action')) {
       diagnostics.push({ code: 'no-action', severity: SEVERITY['no-action'], token: 0, message: 'no token is action: training on this rollout would change nothing' });
     }
@@ -66,13 +68,15 @@ export class Masker {
    */
   maskBatch(ids: Uint32Array, starts: Uint32Array, promptLengths: Int32Array | undefined, mask: Uint8Array): number {
     const segments = this.segments;
+    segments.messages = false;
     let raised = 0;
     for (let r = 0; r + 1 < starts.length; r++) {
       const rollout = ids.subarray(starts[r], starts[r + 1]);
       scanRollout(this.bound, rollout, promptLengths ? promptLengths[r] : -1, segments);
-      fillMask(this.bound, rollout, segments, mask.subarray(starts[r], starts[r + 1]), false);
+      fillMask(this.bound, rollout, segments, mask.subarray(starts[r], starts[r + 1]));
       raised += segments.diagnostics.length;
     }
+    segments.messages = true;
     return raised;
   }
 }

@@ -79,15 +79,23 @@ export class Segments {
   offset = new Int32Array(64);
   state = new Int32Array(64);
   diagnostics: Diagnostic[] = [];
+  /** Write diagnostic messages (off in the batch path, which only counts diagnostics). */
+  messages = true;
+  /** Token index where each segment's tokens start (filled by spans.ts), reused between rollouts. */
+  starts = new Int32Array(64);
   /** Attributes of the tag that opens a segment (tags declared with `attributes`), by segment index. */
   attributes = new Map<number, Record<string, string>>();
 
-  reset() { this.count = 0; this.diagnostics = []; this.attributes.clear(); }
+  reset() {
+    this.count = 0;
+    if (this.diagnostics.length) this.diagnostics = [];
+    if (this.attributes.size) this.attributes.clear();
+  }
 
   push(token: number, offset: number, state: number) {
     if (this.count === this.token.length) {
       const grow = (array: Int32Array) => { const next = new Int32Array(array.length * 2); next.set(array); return next; };
-      this.token = grow(this.token); this.offset = grow(this.offset); this.state = grow(this.state);
+      this.token = grow(this.token); this.offset = grow(this.offset); this.state = grow(this.state); this.starts = grow(this.starts);
     }
     this.token[this.count] = token;
     this.offset[this.count] = offset;
@@ -123,18 +131,19 @@ function matchForward(table: ByteTable, ids: ArrayLike<number>, limit: number, t
   return true;
 }
 
-/** The position `length` bytes before (token, offset), into atToken/atOffset. */
-function retreat(table: ByteTable, ids: ArrayLike<number>, token: number, offset: number, length: number): void {
+/** The position `length` bytes before (token, offset), into atToken/atOffset; false before the stream. */
+function retreat(table: ByteTable, ids: ArrayLike<number>, token: number, offset: number, length: number): boolean {
   const { offsets } = table;
   let t = token;
   let o = offset;
   while (length > o) {
     length -= o;
-    t--;
+    if (--t < 0) return false;
     o = offsets[ids[t] + 1] - offsets[ids[t]];
   }
   atToken = t;
   atOffset = o - length;
+  return true;
 }
 
 /**
@@ -204,11 +213,59 @@ function readTagRest(table: ByteTable, ids: ArrayLike<number>, limit: number, to
   return { attributes: readAttributes(`<span${new TextDecoder().decode(Uint8Array.from(bytes))}`) };
 }
 
-function report(out: Segments, code: DiagnosticCode, token: number, message: string) {
-  out.diagnostics.push({ code, severity: SEVERITY[code], token, message });
+/** Record a diagnostic; its message is only written when someone will read it (not in `maskBatch`). */
+function report(out: Segments, code: DiagnosticCode, token: number, message: () => string) {
+  out.diagnostics.push({ code, severity: SEVERITY[code], token, message: out.messages ? message() : '' });
 }
 
 const show = (bytes: Uint8Array) => JSON.stringify(new TextDecoder().decode(bytes));
+
+/**
+ * The walk through one rollout: module state rather than closures, so scanning a rollout allocates
+ * nothing (closures per call cost more than the scan of a short rollout; see bench/).
+ */
+interface Walk {
+  bound: Bound;
+  ids: ArrayLike<number>;
+  out: Segments;
+  state: number;
+  /** Where the current model turn began: a line-start marker may also stand there. */
+  turnToken: number;
+  turnOffset: number;
+}
+const walk: Walk = { bound: undefined as never, ids: [], out: undefined as never, state: 0, turnToken: -1, turnOffset: 0 };
+
+/** The state an event leads to from the current one, reporting the diagnostics the transition raises. */
+function fire(eventIndex: number, at: number): number {
+  const { grammar } = walk.bound;
+  const index = walk.state * grammar.events.length + eventIndex;
+  const raised = grammar.codes[index];
+  if (raised) for (const code of raised) report(walk.out, code, at, () => describe(code, walk.bound, walk.ids, at));
+  return grammar.next[index];
+}
+
+/** Move to `target`, whose bytes begin at (t, o). */
+function enter(target: number, t: number, o: number): void {
+  const { states } = walk.bound.grammar;
+  const { offsets } = walk.bound.table;
+  const ids = walk.ids;
+  const before = states[walk.state].role;
+  walk.state = target;
+  const role = states[target].role;
+  if (role === undefined) return;
+  // A state that begins right after a token's last byte begins at the next token: no straddle.
+  if (o > 0 && o === offsets[ids[t] + 1] - offsets[ids[t]]) { t++; o = 0; }
+  if (role === 'action' && before !== 'action') { walk.turnToken = t; walk.turnOffset = o; }
+  walk.out.push(t, o, target);
+}
+
+function atLineStart(t: number, o: number): boolean {
+  if (t === walk.turnToken && o === walk.turnOffset) return true;
+  if (t === 0 && o === 0) return true;
+  const { table } = walk.bound;
+  retreat(table, walk.ids, t, o, 1);
+  return table.pieces[table.offsets[walk.ids[atToken]] + atOffset] === 0x0a;
+}
 
 /**
  * Scan one rollout. `promptLength` < 0 means: find the prompt's end from the grammar.
@@ -216,7 +273,7 @@ const show = (bytes: Uint8Array) => JSON.stringify(new TextDecoder().decode(byte
  */
 export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: number, out: Segments): void {
   const { grammar, table, isPadding, budgets } = bound;
-  const { next, codes, states, replies, handovers, event } = grammar;
+  const { next, states, replies, handovers, event } = grammar;
   const E = grammar.events.length;
   const n = ids.length;
   out.reset();
@@ -232,37 +289,16 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
   let padStart = n;
   while (padStart > 0 && isPadding[ids[padStart - 1]]) padStart--;
 
-  let state = grammar.initial;
-  out.push(0, 0, state);
+  walk.bound = bound;
+  walk.ids = ids;
+  walk.out = out;
+  walk.state = grammar.initial;
+  walk.turnToken = -1;
+  walk.turnOffset = 0;
+  out.push(0, 0, walk.state);
   let token = 0;
   let offset = 0;
   let replyStart = 0;
-  // Where the current model turn began: a line-start marker may also stand there.
-  let turnToken = -1;
-  let turnOffset = 0;
-
-  const fire = (eventIndex: number, at: number): number => {
-    const target = next[state * E + eventIndex];
-    const raised = codes[state * E + eventIndex];
-    if (raised) for (const code of raised) report(out, code, at, describe(code, bound, ids, at));
-    return target;
-  };
-  const enter = (target: number, t: number, o: number) => {
-    const before = states[state].role;
-    state = target;
-    const role = states[target].role;
-    if (role === undefined) return;
-    // A state that begins right after a token's last byte begins at the next token: no straddle.
-    if (o > 0 && o === table.offsets[ids[t] + 1] - table.offsets[ids[t]]) { t++; o = 0; }
-    if (role === 'action' && before !== 'action') { turnToken = t; turnOffset = o; }
-    out.push(t, o, target);
-  };
-  const atLineStart = (t: number, o: number): boolean => {
-    if (t === turnToken && o === turnOffset) return true;
-    if (t === 0 && o === 0) return true;
-    retreat(table, ids, t, o, 1);
-    return table.pieces[table.offsets[ids[atToken]] + atOffset] === 0x0a;
-  };
 
   if (promptLength >= 0) {
     token = promptLength;
@@ -270,7 +306,7 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
   }
 
   for (;;) {
-    const info = states[state];
+    const info = states[walk.state];
 
     if (info.handover >= 0) {
       // The environment may reply only here. Try each allowed reply's first bytes.
@@ -315,7 +351,7 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
     if (literalIndex < 0) {
       if (info.reply >= 0 && limit < padStart) {
         // The environment cut this reply at its budget; the model writes again from the next token.
-        report(out, 'reply-truncated', limit - 1, `reply "${replies[info.reply].name}" ended by its budget of ${budget} tokens (max_tokens) before its closing text`);
+        report(out, 'reply-truncated', limit - 1, () => `reply "${replies[info.reply].name}" ended by its budget of ${budget} tokens (max_tokens) before its closing text`);
         token = limit;
         offset = 0;
         enter(fire(event.replyEnd, token), token, 0);
@@ -329,28 +365,26 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
     const endOffset = atOffset;
 
     if (literal.interrupt >= 0) {
-      // Only a trigger matched: the whole fixed text must follow from the trigger's start.
+      // Only a trigger matched: the whole fixed text must stand around it, from `back` bytes before its end.
       const reply = replies[literal.interrupt];
-      retreat(table, ids, endToken, endOffset, literal.bytes.length);
-      const startToken = atToken;
-      const startOffset = atOffset;
-      if (matchForward(table, ids, padStart, startToken, startOffset, reply.text!)) {
-        const textEndToken = atToken;
-        const textEndOffset = atOffset;
-        enter(fire(literal.event, startToken), startToken, startOffset);
-        replyStart = startToken;
-        token = textEndToken;
-        offset = textEndOffset;
-        enter(fire(event.replyEnd, token), token, offset);
-      } else {
-        token = endToken;
-        offset = endOffset;
+      if (retreat(table, ids, endToken, endOffset, literal.back)) {
+        const startToken = atToken;
+        const startOffset = atOffset;
+        if (matchForward(table, ids, padStart, startToken, startOffset, reply.text!)) {
+          token = atToken;
+          offset = atOffset;
+          enter(fire(literal.event, startToken), startToken, startOffset);
+          replyStart = startToken;
+          enter(fire(event.replyEnd, token), token, offset);
+          continue;
+        }
       }
+      token = endToken;
+      offset = endOffset;
       continue;
     }
 
-    const eventType = grammar.events[literal.event].type;
-    if (literal.endsBefore || eventType.startsWith('OPEN:')) {
+    if (literal.endsBefore || literal.opens) {
       // The literal belongs to what it starts: the next state begins at its first byte.
       retreat(table, ids, endToken, endOffset, literal.bytes.length);
       const startToken = atToken;
@@ -391,14 +425,14 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
     enter(target, token, offset);
   }
 
-  const last = states[state];
+  const last = states[walk.state];
   if (last.role === 'prompt' && promptLength < 0) {
-    report(out, 'no-prompt-end', 0, `the prompt's end (${grammar.grammar.prompt.ends_after.map((literal) => JSON.stringify(literal)).join(' or ')}) was not found and no prompt_length was given: every token is prompt`);
+    report(out, 'no-prompt-end', 0, () => `the prompt's end (${grammar.grammar.prompt.ends_after.map((literal) => JSON.stringify(literal)).join(' or ')}) was not found and no prompt_length was given: every token is prompt`);
   } else if (last.reply >= 0 && budgets[last.reply] === 0 && replies[last.reply].text === undefined) {
-    report(out, 'unclosed-reply', replyStart, `the stream ends inside reply "${replies[last.reply].name}" opened at token ${replyStart}, which never closed; if the environment cut it, set its max_tokens option (e.g. --set ${typeof replies[last.reply].budget === 'string' ? replies[last.reply].budget : 'max_tokens'}=N)`);
+    report(out, 'unclosed-reply', replyStart, () => `the stream ends inside reply "${replies[last.reply].name}" opened at token ${replyStart}, which never closed; if the environment cut it, set its max_tokens option (e.g. --set ${typeof replies[last.reply].budget === 'string' ? replies[last.reply].budget : 'max_tokens'}=N)`);
   }
   if (padStart < n && last.role !== 'trailing') {
-    const done = next[state * E + event.end];
+    const done = next[walk.state * E + event.end];
     if (done >= 0) out.push(padStart, 0, done);
   }
 }

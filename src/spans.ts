@@ -23,7 +23,7 @@ export interface Span {
 /** Token index where each segment's tokens start; straddles are reported into `segments.diagnostics`. */
 function segmentStarts(bound: Bound, ids: ArrayLike<number>, segments: Segments, reportStraddles: boolean): Int32Array {
   const { stateMask, straddleMask } = bound;
-  const starts = new Int32Array(segments.count);
+  const starts = segments.starts;
   let lastStraddle = -1;
   for (let j = 0; j < segments.count; j++) {
     const token = segments.token[j];
@@ -36,12 +36,13 @@ function segmentStarts(bound: Bound, ids: ArrayLike<number>, segments: Segments,
         start = after === straddleMask ? token : token + 1;
         if (reportStraddles && token !== lastStraddle) {
           lastStraddle = token;
-          const piece = textOf(bound.table, ids, token, token + 1);
           segments.diagnostics.push({
             code: 'straddling-token',
             severity: SEVERITY['straddling-token'],
             token,
-            message: `token ${token} (${JSON.stringify(piece)}) crosses the boundary between ${before ? 'action' : 'observation'} and ${after ? 'action' : 'observation'} at byte ${segments.offset[j]}; it gets mask ${straddleMask} (option straddle)`,
+            message: segments.messages
+              ? `token ${token} (${JSON.stringify(textOf(bound.table, ids, token, token + 1))}) crosses the boundary between ${before ? 'action' : 'observation'} and ${after ? 'action' : 'observation'} at byte ${segments.offset[j]}; it gets mask ${straddleMask} (option straddle)`
+              : '',
           });
         }
       }
@@ -52,8 +53,8 @@ function segmentStarts(bound: Bound, ids: ArrayLike<number>, segments: Segments,
 }
 
 /** Write the mask of one rollout into `mask` (length = token count). The hot path: no objects per span. */
-export function fillMask(bound: Bound, ids: ArrayLike<number>, segments: Segments, mask: Uint8Array, reportStraddles = true): void {
-  const starts = segmentStarts(bound, ids, segments, reportStraddles);
+export function fillMask(bound: Bound, ids: ArrayLike<number>, segments: Segments, mask: Uint8Array): void {
+  const starts = segmentStarts(bound, ids, segments, true);
   const n = ids.length;
   for (let j = 0; j < segments.count; j++) {
     const end = j + 1 < segments.count ? starts[j + 1] : n;

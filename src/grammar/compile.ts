@@ -40,6 +40,8 @@ export interface Dfa {
 
 export interface DfaLiteral {
   bytes: Uint8Array;
+  /** Bytes from where the literal's meaning starts to the end of the match (its length, or more for a trigger). */
+  back: number;
   event: number;
   /** The literal starts the next state rather than ending this one (ReAct's reply ends before `Thought:`). */
   endsBefore: boolean;
@@ -47,6 +49,8 @@ export interface DfaLiteral {
   interrupt: number;
   /** Counts only at the start of a line or of the model's turn. */
   lineStart: boolean;
+  /** Opens a tag: the tag's kind begins at the literal's first byte. */
+  opens: boolean;
   /** A tag name prefix: the tag runs to `>`, its attributes are read. */
   attributes: boolean;
 }
@@ -141,13 +145,19 @@ export function machineConfig(grammar: Grammar) {
   return { id: 'grammar', initial: 'prompt', states };
 }
 
-/** The interrupting text's shortest prefix that no other model literal overlaps: what the scanner looks for. */
-export function interruptTrigger(text: string, others: string[]): string {
-  for (let at = 1; at < text.length; at++) {
+/**
+ * What the scanner looks for to find an interrupting text: a piece of it that no other model literal
+ * overlaps, starting at its first non-space character (a leading newline would send every token holding
+ * one through the byte automaton). Returns the piece and how many bytes of the text precede its end.
+ */
+export function interruptTrigger(text: string, others: string[]): { trigger: string; bytesToEnd: number } {
+  const start = Math.max(0, text.search(/\S/));
+  let end = text.length;
+  for (let at = start + 1; at < text.length; at++) {
     const rest = text.slice(at);
-    if (others.some((literal) => rest.startsWith(literal) || literal.startsWith(rest))) return text.slice(0, at);
+    if (others.some((literal) => rest.startsWith(literal) || literal.startsWith(rest))) { end = at; break; }
   }
-  return text;
+  return { trigger: text.slice(start, end), bytesToEnd: utf8.encode(text.slice(0, end)).length };
 }
 
 interface StateMeta { kind?: string; handover?: number; reply?: string }
@@ -271,18 +281,23 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
   const handoverLiterals = new Set(grammar.handovers.flatMap((handover) => (handover.after === undefined ? [] : [handover.after])));
   const literalsOf = (eventType: string, snapshot: AnyMachineSnapshot): Array<Omit<DfaLiteral, 'event'>> => {
     const [family, name] = eventType.split(':');
-    const plain = (literal: string | undefined) => literal === undefined ? [] : [{ bytes: utf8.encode(literal), endsBefore: false, interrupt: -1, lineStart: false, attributes: false }];
+    const plain = (literal: string | undefined) => {
+      if (literal === undefined) return [];
+      const bytes = utf8.encode(literal);
+      return [{ bytes, back: bytes.length, endsBefore: false, interrupt: -1, lineStart: false, attributes: false, opens: false }];
+    };
     switch (family) {
       case 'PROMPT_END': return grammar.prompt.ends_after.flatMap((literal) => plain(literal));
       case 'OPEN': {
         const tag = grammar.tags[name];
-        return tag.open.map((literal) => ({ ...plain(literal)[0], lineStart: tag.line_start, attributes: tag.attributes }));
+        return tag.open.map((literal) => ({ ...plain(literal)[0], lineStart: tag.line_start, attributes: tag.attributes, opens: true }));
       }
       case 'CLOSE': return grammar.tags[name].close.filter((literal) => !handoverLiterals.has(literal)).flatMap((literal) => plain(literal));
       case 'HANDOVER': return plain(grammar.handovers[Number(name)].after);
       case 'INTERRUPT': {
         const text = grammar.replies[name].text!;
-        return [{ ...plain(interruptTrigger(text, others))[0], interrupt: replyIndex.get(name)! }];
+        const { trigger, bytesToEnd } = interruptTrigger(text, others);
+        return [{ ...plain(trigger)[0], interrupt: replyIndex.get(name)!, back: bytesToEnd }];
       }
       case 'REPLY_END': {
         const reply = grammar.replies[metaOf(snapshot).reply ?? ''];
