@@ -24,6 +24,9 @@ export interface Bound {
   isPadding: Uint8Array;
   /** Per reply: its token budget, 0 for none. */
   budgets: Int32Array;
+  /** Are the optional texts after the prompt's end / after each reply's close switched on? */
+  promptOptionalOn: boolean;
+  replyOptionalOn: boolean[];
   /** Per state: mask value of its bytes (action 1, prompt/observation 0, trailing `after_end`); -1 for handovers. */
   stateMask: Int8Array;
   straddleMask: number;
@@ -53,12 +56,16 @@ export function bind(grammar: CompiledGrammar, table: ByteTable, overrides: Opti
     }
   });
 
+  // Bit 1: padding; bit 2: a stop token the model samples (the first of a closing padding run is its own).
   const isPadding = new Uint8Array(size);
   const padTexts = new Set(grammar.grammar.padding);
+  const stopTexts = new Set(grammar.grammar.stop);
   const decoder = new TextDecoder();
   for (let id = 0; id < size; id++) {
     const length = offsets[id + 1] - offsets[id];
-    if (length > 0 && length < 64 && (table.flags[id] & KNOWN) && padTexts.has(decoder.decode(pieces.subarray(offsets[id], offsets[id + 1])))) isPadding[id] = 1;
+    if (!(length > 0 && length < 64 && (table.flags[id] & KNOWN))) continue;
+    const text = decoder.decode(pieces.subarray(offsets[id], offsets[id + 1]));
+    if (padTexts.has(text)) isPadding[id] = stopTexts.has(text) ? 3 : 1;
   }
 
   const budgets = new Int32Array(grammar.replies.length);
@@ -69,7 +76,12 @@ export function bind(grammar: CompiledGrammar, table: ByteTable, overrides: Opti
   const afterEnd = options.after_end ?? 0;
   const maskOf: Record<Role, number> = { prompt: 0, action: 1, observation: 0, trailing: afterEnd };
   const stateMask = Int8Array.from(grammar.states, (state) => (state.role === undefined ? -1 : maskOf[state.role]));
-  return { grammar, table, options, tokenBits, isPadding, budgets, stateMask, straddleMask: options.straddle ?? 0 };
+  const on = (option: string | undefined) => option === undefined || options[option] === 1;
+  return {
+    grammar, table, options, tokenBits, isPadding, budgets, stateMask, straddleMask: options.straddle ?? 0,
+    promptOptionalOn: on(grammar.grammar.prompt.optional_when),
+    replyOptionalOn: grammar.replies.map((reply) => on(reply.optionalWhen)),
+  };
 }
 
 /** Where each state begins: parallel arrays, reused between rollouts. */
@@ -288,6 +300,7 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
   // A run of padding tokens closes the stream; nothing in it is the model's or the environment's text.
   let padStart = n;
   while (padStart > 0 && isPadding[ids[padStart - 1]]) padStart--;
+  if (padStart < n && isPadding[ids[padStart]] === 3) padStart++;
 
   walk.bound = bound;
   walk.ids = ids;
@@ -417,8 +430,9 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
     const target = fire(literal.event, endToken);
     if (literal.event === event.promptEnd || literal.event === event.replyEnd) {
       // Text the template may add after a header (an inserted empty think block) is still not the model's.
-      const optional = literal.event === event.promptEnd ? grammar.promptOptional : replies[info.reply].closeOptional;
-      for (const extra of optional) {
+      const isPrompt = literal.event === event.promptEnd;
+      const optional = isPrompt ? grammar.promptOptional : replies[info.reply].closeOptional;
+      if (isPrompt ? bound.promptOptionalOn : bound.replyOptionalOn[info.reply]) for (const extra of optional) {
         if (matchForward(table, ids, padStart, token, offset, extra)) { token = atToken; offset = atOffset; break; }
       }
     }

@@ -99,6 +99,12 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
     }
   }
 
+  const optionUses: Array<[string | undefined, string]> = [[grammar.prompt.optional_when, 'prompt.optional_when'],
+    ...Object.entries(grammar.replies).map(([name, reply]): [string | undefined, string] => [reply.optional_when, `replies.${name}.optional_when`])];
+  for (const [option, path] of optionUses) {
+    if (option !== undefined && !(option in grammar.options)) add('unknown-option', 'error', path, `no option named ${show(option)} (options: ${Object.keys(grammar.options).join(', ')})`);
+  }
+
   // One literal inside another makes the shorter one fire first and hide the longer: reject it.
   const literals = modelLiterals(grammar);
   for (const a of literals) {

