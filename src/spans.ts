@@ -4,6 +4,7 @@
  * A state that begins inside a token makes that token belong to two sides. Between two kinds of the
  * same role it goes to the earlier span; across an action/observation boundary it is a straddling
  * token: reported, and given the side whose mask equals the `straddle` option (default 0).
+ * Every token gets exactly one span, so spans tile [0, n) and the mask is read off the spans.
  */
 import type { Bound, Segments } from './scan.ts';
 import { SEVERITY } from './diagnostics.ts';
@@ -20,34 +21,47 @@ export interface Span {
   attrs?: Record<string, string>;
 }
 
-/** Token index where each segment's tokens start; straddles are reported into `segments.diagnostics`. */
+/**
+ * Token index where each segment's tokens start; straddles are reported into `segments.diagnostics`.
+ *
+ * The segments that begin inside one token t, with the one already running at its first byte, share it.
+ * Only those holding at least one of its bytes count: a state entered and left at the same byte (an empty
+ * model turn) owns nothing. If they all have one mask value, the token goes to the running segment;
+ * otherwise it straddles, takes the value of option `straddle`, and goes to the first sharer with that value.
+ */
 function segmentStarts(bound: Bound, ids: ArrayLike<number>, segments: Segments, reportStraddles: boolean): Int32Array {
   const { stateMask, straddleMask } = bound;
+  const { count, token, offset, state } = segments;
   const starts = segments.starts;
-  let lastStraddle = -1;
-  for (let j = 0; j < segments.count; j++) {
-    const token = segments.token[j];
-    let start = token;
-    if (segments.offset[j] > 0) {
-      const before = stateMask[segments.state[j - 1]];
-      const after = stateMask[segments.state[j]];
-      if (before === after) start = token + 1;
-      else {
-        start = after === straddleMask ? token : token + 1;
-        if (reportStraddles && token !== lastStraddle) {
-          lastStraddle = token;
-          segments.diagnostics.push({
-            code: 'straddling-token',
-            severity: SEVERITY['straddling-token'],
-            token,
-            message: segments.messages
-              ? `token ${token} (${JSON.stringify(textOf(bound.table, ids, token, token + 1))}) crosses the boundary between ${before ? 'action' : 'observation'} and ${after ? 'action' : 'observation'} at byte ${segments.offset[j]}; it gets mask ${straddleMask} (option straddle)`
-              : '',
-          });
-        }
+  if (count > 0) starts[0] = token[0];
+  let j = 1;
+  while (j < count) {
+    const t = token[j];
+    if (offset[j] === 0) { starts[j] = t; j++; continue; }
+    let k = j;
+    while (k < count && token[k] === t && offset[k] > 0) k++;
+    // Sharers of token t: the running segment j - 1, and each of j..k-1 that holds a byte of it.
+    const holds = (m: number) => m === j - 1 || !(m + 1 < count && token[m + 1] === t && offset[m + 1] === offset[m]);
+    let mixed = false;
+    for (let m = j; m < k; m++) if (holds(m) && stateMask[state[m]] !== stateMask[state[j - 1]]) mixed = true;
+    let owner = j - 1;
+    if (mixed) {
+      for (let m = j - 1; m < k; m++) if (holds(m) && stateMask[state[m]] === straddleMask) { owner = m; break; }
+      if (reportStraddles) {
+        const sides = [];
+        for (let m = j - 1; m < k; m++) if (holds(m)) sides.push(stateMask[state[m]] === 1 ? 'action' : 'observation');
+        segments.diagnostics.push({
+          code: 'straddling-token',
+          severity: SEVERITY['straddling-token'],
+          token: t,
+          message: segments.messages
+            ? `token ${t} (${JSON.stringify(textOf(bound.table, ids, t, t + 1))}) holds bytes of ${sides.join(' then ')}; it gets mask ${straddleMask} (option straddle)`
+            : '',
+        });
       }
     }
-    starts[j] = j > 0 && start < starts[j - 1] ? starts[j - 1] : start;
+    for (let m = j; m < k; m++) starts[m] = m <= owner ? t : t + 1;
+    j = k;
   }
   return starts;
 }

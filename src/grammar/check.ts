@@ -2,6 +2,7 @@
  * Meaning checks: a grammar whose shape is right can still not say what its author meant.
  * Each issue names the JSON path it is about; the loader adds file:line:column.
  */
+import { joinPath } from './json.ts';
 import type { Grammar } from './schema.ts';
 
 export type Severity = 'error' | 'warning' | 'info';
@@ -34,9 +35,9 @@ export function modelLiterals(grammar: Grammar): Array<{ literal: string; path: 
   const handoverLiterals = new Set(grammar.handovers.map((handover) => handover.after));
   const at = (base: string, list: string[], index: number) => (list.length === 1 ? base : `${base}[${index}]`);
   for (const [name, tag] of Object.entries(grammar.tags)) {
-    tag.open.forEach((literal, index) => literals.push({ literal, path: at(`tags.${name}.open`, tag.open, index) }));
+    tag.open.forEach((literal, index) => literals.push({ literal, path: at(`${joinPath('tags', name)}.open`, tag.open, index) }));
     tag.close.forEach((literal, index) => {
-      if (!handoverLiterals.has(literal)) literals.push({ literal, path: at(`tags.${name}.close`, tag.close, index) });
+      if (!handoverLiterals.has(literal)) literals.push({ literal, path: at(`${joinPath('tags', name)}.close`, tag.close, index) });
     });
   }
   grammar.handovers.forEach((handover, index) => {
@@ -53,7 +54,7 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
 
   for (const [name, tag] of Object.entries(grammar.tags)) {
     tag.contains.forEach((inner, index) => {
-      if (!(inner in grammar.tags)) add('unknown-tag', 'error', `tags.${name}.contains[${index}]`, `no tag named ${show(inner)}`);
+      if (!(inner in grammar.tags)) add('unknown-tag', 'error', `${joinPath('tags', name)}.contains[${index}]`, `no tag named ${show(inner)}`);
     });
   }
 
@@ -80,7 +81,7 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
   });
 
   for (const [name, reply] of Object.entries(grammar.replies)) {
-    const path = `replies.${name}`;
+    const path = `${joinPath('replies', name)}`;
     const envelope = reply.open !== undefined || reply.close !== undefined || reply.ends_before !== undefined;
     if (reply.text !== undefined && envelope) add('reply-shape', 'error', path, 'a reply is either a fixed "text" or an envelope ("open" … "close"/"ends_before"), not both');
     if (reply.text === undefined && !envelope) add('reply-shape', 'error', path, 'a reply needs "text", or "open" with "close" or "ends_before"');
@@ -100,7 +101,7 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
   }
 
   const optionUses: Array<[string | undefined, string]> = [[grammar.prompt.optional_when, 'prompt.optional_when'],
-    ...Object.entries(grammar.replies).map(([name, reply]): [string | undefined, string] => [reply.optional_when, `replies.${name}.optional_when`])];
+    ...Object.entries(grammar.replies).map(([name, reply]): [string | undefined, string] => [reply.optional_when, `${joinPath('replies', name)}.optional_when`])];
   for (const [option, path] of optionUses) {
     if (option !== undefined && !(option in grammar.options)) add('unknown-option', 'error', path, `no option named ${show(option)} (options: ${Object.keys(grammar.options).join(', ')})`);
   }

@@ -5,6 +5,7 @@
  * text is re-tokenized in one piece. Edges inside the model's own text (between two kinds) are harmless
  * and not reported.
  */
+import { joinPath } from './json.ts';
 import { relative } from 'node:path';
 import type { Grammar } from './schema.ts';
 import type { LoadedTokenizer } from '../tokenizer/load.ts';
@@ -34,16 +35,16 @@ export function grammarLiterals(grammar: Grammar): GrammarLiteral[] {
   grammar.prompt.ends_after.forEach((literal, i) => add(`prompt.ends_after[${i}]`, literal, false, true));
   grammar.prompt.then_optional.forEach((literal, i) => add(`prompt.then_optional[${i}]`, literal, false, true));
   for (const [name, tag] of Object.entries(grammar.tags)) {
-    tag.open.forEach((literal, i) => add(tag.open.length === 1 ? `tags.${name}.open` : `tags.${name}.open[${i}]`, literal, false, false));
-    tag.close.forEach((literal, i) => add(tag.close.length === 1 ? `tags.${name}.close` : `tags.${name}.close[${i}]`, literal, false, handoverTags.has(name)));
+    tag.open.forEach((literal, i) => add(tag.open.length === 1 ? `${joinPath('tags', name)}.open` : `${joinPath('tags', name)}.open[${i}]`, literal, false, false));
+    tag.close.forEach((literal, i) => add(tag.close.length === 1 ? `${joinPath('tags', name)}.close` : `${joinPath('tags', name)}.close[${i}]`, literal, false, handoverTags.has(name)));
   }
   grammar.handovers.forEach((handover, i) => { if (handover.after) add(`handovers[${i}].after`, handover.after, false, true); });
   for (const [name, reply] of Object.entries(grammar.replies)) {
-    if (reply.open !== undefined) add(`replies.${name}.open`, reply.open, true, false);
-    if (reply.close !== undefined) add(`replies.${name}.close`, reply.close, false, true);
-    if (reply.ends_before !== undefined) add(`replies.${name}.ends_before`, reply.ends_before, true, false);
-    if (reply.text !== undefined) add(`replies.${name}.text`, reply.text, true, true);
-    reply.close_then_optional.forEach((literal, i) => add(`replies.${name}.close_then_optional[${i}]`, literal, false, true));
+    if (reply.open !== undefined) add(`${joinPath('replies', name)}.open`, reply.open, true, false);
+    if (reply.close !== undefined) add(`${joinPath('replies', name)}.close`, reply.close, false, true);
+    if (reply.ends_before !== undefined) add(`${joinPath('replies', name)}.ends_before`, reply.ends_before, true, false);
+    if (reply.text !== undefined) add(`${joinPath('replies', name)}.text`, reply.text, true, true);
+    reply.close_then_optional.forEach((literal, i) => add(`${joinPath('replies', name)}.close_then_optional[${i}]`, literal, false, true));
   }
   // One finding per literal text: a literal declared twice (a tag close that is a handover) merges its edges.
   const byText = new Map<string, GrammarLiteral>();

