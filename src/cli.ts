@@ -4,7 +4,7 @@
  * Exit codes: 0 all good; 1 some rollout failed or disagreed; 2 usage or set-up error.
  */
 import { parseArgs, flag, requiredFlag, optionSets, UsageError } from './commands/args.ts';
-import { MaskerPool, runRollouts, formatSummary } from './commands/mask.ts';
+import { MaskerPool, runRollouts, formatSummary, idOf } from './commands/mask.ts';
 import { findSuites, formatSuite, maskSamples, proveSuite, suitePassed } from './commands/suites.ts';
 import { checkGrammarFile, formatIssue, GrammarError, resolveGrammarPath } from './grammar/load.ts';
 import { JsonlWriter, readJsonl } from './io/jsonl.ts';
@@ -54,7 +54,7 @@ async function main(argv: string[]): Promise<number> {
             failed++;
             const message = (error as Error).message;
             log(message.startsWith(where) ? message : `${where}: ${message}`);
-            writer.write(`${JSON.stringify({ line: line.number, error: message })}\n`);
+            writer.write(`${JSON.stringify({ id: idOf(line.text), line: line.number, error: message })}\n`);
           }
         }
         writer.close();

@@ -440,7 +440,7 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
   }
 
   const last = states[walk.state];
-  if (last.role === 'prompt' && promptLength < 0) {
+  if (last.role === 'prompt' && promptLength < 0 && n > 0) {
     report(out, 'no-prompt-end', 0, () => `the prompt's end (${grammar.grammar.prompt.ends_after.map((literal) => JSON.stringify(literal)).join(' or ')}) was not found and no prompt_length was given: every token is prompt`);
   } else if (last.reply >= 0 && budgets[last.reply] === 0 && replies[last.reply].text === undefined) {
     report(out, 'unclosed-reply', replyStart, () => `the stream ends inside reply "${replies[last.reply].name}" opened at token ${replyStart}, which never closed; if the environment cut it, set its max_tokens option (e.g. --set ${typeof replies[last.reply].budget === 'string' ? replies[last.reply].budget : 'max_tokens'}=N)`);

@@ -94,7 +94,7 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
 }
 
 /** The id of a line that failed validation, if it can still be read. */
-function idOf(text: string): unknown {
+export function idOf(text: string): unknown {
   try {
     const value = JSON.parse(text);
     return typeof value === 'object' && value !== null ? (value as { id?: unknown }).id ?? null : null;
