@@ -73,7 +73,7 @@ export class Masker {
     for (let r = 0; r + 1 < starts.length; r++) {
       const rollout = ids.subarray(starts[r], starts[r + 1]);
       scanRollout(this.bound, rollout, promptLengths ? promptLengths[r] : -1, segments);
-      fillMask(this.bound, rollout, segments, mask.subarray(starts[r], starts[r + 1]));
+      fillMask(this.bound, rollout, segments, mask, starts[r]);
       raised += segments.diagnostics.length;
     }
     segments.messages = true;

@@ -18,8 +18,12 @@ export interface Bound {
   grammar: CompiledGrammar;
   table: ByteTable;
   options: OptionValues;
-  /** Bit `d` of `tokenBits[id]`: the token holds a byte that can start a literal of automaton `d`. */
-  tokenBits: Uint32Array;
+  /**
+   * Per automaton, per id: 1 when the token is known and none of its bytes can start a literal, so the
+   * scanner may pass it with one lookup. Unknown ids read 0 (or undefined past the end): the scanner
+   * stops on them and reports them, which is how every id gets checked without a pass of its own.
+   */
+  skip: Uint8Array[];
   /** The token is one of the grammar's padding tokens (a run of them ends the stream). */
   isPadding: Uint8Array;
   /** Per reply: its token budget, 0 for none. */
@@ -43,17 +47,16 @@ export function bind(grammar: CompiledGrammar, table: ByteTable, overrides: Opti
     }
     options[name] = value;
   }
-  if (grammar.dfas.length > 32) throw new Error(`grammar ${grammar.grammar.name} needs ${grammar.dfas.length} automata; at most 32 are supported`);
-
-  const { size, pieces, offsets } = table;
-  const tokenBits = new Uint32Array(size);
-  grammar.dfas.forEach((dfa, d) => {
-    const bit = 1 << d;
+  const { size, pieces, offsets, flags } = table;
+  const skip = grammar.dfas.map((dfa) => {
+    const passable = new Uint8Array(size);
     for (let id = 0; id < size; id++) {
-      for (let p = offsets[id], end = offsets[id + 1]; p < end; p++) {
-        if (dfa.firstBytes[pieces[p]]) { tokenBits[id] |= bit; break; }
-      }
+      if ((flags[id] & KNOWN) === 0) continue;
+      let clear = 1;
+      for (let p = offsets[id], end = offsets[id + 1]; p < end; p++) if (dfa.firstBytes[pieces[p]]) { clear = 0; break; }
+      passable[id] = clear;
     }
+    return passable;
   });
 
   // Bit 1: padding; bit 2: a stop token the model samples (the first of a closing padding run is its own).
@@ -78,7 +81,7 @@ export function bind(grammar: CompiledGrammar, table: ByteTable, overrides: Opti
   const stateMask = Int8Array.from(grammar.states, (state) => (state.role === undefined ? -1 : maskOf[state.role]));
   const on = (option: string | undefined) => option === undefined || options[option] === 1;
   return {
-    grammar, table, options, tokenBits, isPadding, budgets, stateMask, straddleMask: options.straddle ?? 0,
+    grammar, table, options, skip, isPadding, budgets, stateMask, straddleMask: options.straddle ?? 0,
     promptOptionalOn: on(grammar.grammar.prompt.optional_when),
     replyOptionalOn: grammar.replies.map((reply) => on(reply.optionalWhen)),
   };
@@ -135,6 +138,8 @@ function matchForward(table: ByteTable, ids: ArrayLike<number>, limit: number, t
       if (++t >= limit) return false;
       p = offsets[ids[t]];
       end = offsets[ids[t] + 1];
+      // An id without bytes (unknown) never matches: the automaton that runs next reports it.
+      if (!(p < end)) return false;
     }
     if (pieces[p++] !== literal[q]) return false;
   }
@@ -158,32 +163,44 @@ function retreat(table: ByteTable, ids: ArrayLike<number>, token: number, offset
   return true;
 }
 
+function unknownToken(table: ByteTable, index: number, id: number): RolloutError {
+  return new RolloutError(`token ${index}: id ${JSON.stringify(id)} is not in the tokenizer's vocabulary (size ${table.size})`, index);
+}
+
+/** Check ids the automata never walk (a prompt given by length, the rest after the last state). */
+function checkIds(table: ByteTable, ids: ArrayLike<number>, from: number, to: number): void {
+  const { size, flags } = table;
+  for (let i = from; i < to; i++) {
+    const id = ids[i];
+    if (!(id < size && (flags[id] & KNOWN))) throw unknownToken(table, i, id);
+  }
+}
+
 /**
  * Run automaton `d` from (token, offset) up to token `limit`. Returns the accepted literal's index with its
- * end in atToken/atOffset, or -1 with atToken = limit.
+ * end in atToken/atOffset, or -1 with atToken = limit. Throws on an id outside the vocabulary.
  */
 function runDfa(bound: Bound, d: number, ids: ArrayLike<number>, limit: number, token: number, offset: number): number {
-  const { pieces, offsets } = bound.table;
-  const { delta, accept } = bound.grammar.dfas[d];
-  const tokenBits = bound.tokenBits;
-  const bit = 1 << d;
+  const { pieces, offsets, flags, size } = bound.table;
+  const step = bound.grammar.dfas[d].step;
+  const skip = bound.skip[d];
   let state = 0;
   let t = token;
   let o = offset;
   while (t < limit) {
     if (state === 0 && o === 0) {
-      while (t < limit && (tokenBits[ids[t]] & bit) === 0) t++;
+      while (t < limit && skip[ids[t]] === 1) t++;
       if (t === limit) break;
     }
     const id = ids[t];
+    if (o === 0 && !(id < size && (flags[id] & KNOWN))) throw unknownToken(bound.table, t, id);
     const base = offsets[id];
     for (let p = base + o, end = offsets[id + 1]; p < end; p++) {
-      state = delta[(state << 8) | pieces[p]];
-      const literal = accept[state];
-      if (literal >= 0) {
+      state = step[(state << 8) | pieces[p]];
+      if (state < 0) {
         atToken = t;
         atOffset = p - base + 1;
-        return literal;
+        return ~state;
       }
     }
     o = 0;
@@ -212,6 +229,7 @@ function readTagRest(table: ByteTable, ids: ArrayLike<number>, limit: number, to
       if (++t >= limit) return undefined;
       p = offsets[ids[t]];
       end = offsets[ids[t] + 1];
+      if (!(p < end)) return undefined;
     }
     const byte = pieces[p++];
     if (bytes.length === 0 && !(byte === 0x3e || byte === 0x2f || byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d)) return undefined;
@@ -290,11 +308,6 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
   const n = ids.length;
   out.reset();
 
-  const { size, flags } = table;
-  for (let i = 0; i < n; i++) {
-    const id = ids[i];
-    if (!(id >= 0 && id < size && (flags[id] & KNOWN))) throw new RolloutError(`token ${i}: id ${JSON.stringify(id)} is not in the tokenizer's vocabulary (size ${size})`, i);
-  }
   if (promptLength > n) throw new RolloutError(`prompt_length ${promptLength} is longer than the rollout (${n} tokens)`);
 
   // A run of padding tokens closes the stream; nothing in it is the model's or the environment's text.
@@ -314,6 +327,7 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
   let replyStart = 0;
 
   if (promptLength >= 0) {
+    checkIds(table, ids, 0, promptLength);
     token = promptLength;
     enter(fire(event.promptEnd, token), token, 0);
   }
@@ -370,6 +384,8 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
         enter(fire(event.replyEnd, token), token, 0);
         continue;
       }
+      token = limit;
+      offset = 0;
       break;
     }
 
@@ -439,6 +455,8 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
     enter(target, token, offset);
   }
 
+  // A state with nothing to hear stops the walk early: the ids it never saw are still checked.
+  checkIds(table, ids, offset > 0 ? token + 1 : token, padStart);
   const last = states[walk.state];
   if (last.role === 'prompt' && promptLength < 0 && n > 0) {
     report(out, 'no-prompt-end', 0, () => `the prompt's end (${grammar.grammar.prompt.ends_after.map((literal) => JSON.stringify(literal)).join(' or ')}) was not found and no prompt_length was given: every token is prompt`);

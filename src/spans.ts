@@ -21,6 +21,11 @@ export interface Span {
   attrs?: Record<string, string>;
 }
 
+/** Does segment m hold at least one byte (it does not end where it begins)? */
+function holdsByte(segments: Segments, m: number): boolean {
+  return !(m + 1 < segments.count && segments.token[m + 1] === segments.token[m] && segments.offset[m + 1] === segments.offset[m]);
+}
+
 /**
  * Token index where each segment's tokens start; straddles are reported into `segments.diagnostics`.
  *
@@ -41,15 +46,14 @@ function segmentStarts(bound: Bound, ids: ArrayLike<number>, segments: Segments,
     let k = j;
     while (k < count && token[k] === t && offset[k] > 0) k++;
     // Sharers of token t: the running segment j - 1, and each of j..k-1 that holds a byte of it.
-    const holds = (m: number) => m === j - 1 || !(m + 1 < count && token[m + 1] === t && offset[m + 1] === offset[m]);
     let mixed = false;
-    for (let m = j; m < k; m++) if (holds(m) && stateMask[state[m]] !== stateMask[state[j - 1]]) mixed = true;
+    for (let m = j; m < k; m++) if (holdsByte(segments, m) && stateMask[state[m]] !== stateMask[state[j - 1]]) mixed = true;
     let owner = j - 1;
     if (mixed) {
-      for (let m = j - 1; m < k; m++) if (holds(m) && stateMask[state[m]] === straddleMask) { owner = m; break; }
+      for (let m = j - 1; m < k; m++) if ((m === j - 1 || holdsByte(segments, m)) && stateMask[state[m]] === straddleMask) { owner = m; break; }
       if (reportStraddles) {
         const sides = [];
-        for (let m = j - 1; m < k; m++) if (holds(m)) sides.push(stateMask[state[m]] === 1 ? 'action' : 'observation');
+        for (let m = j - 1; m < k; m++) if (m === j - 1 || holdsByte(segments, m)) sides.push(stateMask[state[m]] === 1 ? 'action' : 'observation');
         segments.diagnostics.push({
           code: 'straddling-token',
           severity: SEVERITY['straddling-token'],
@@ -66,13 +70,20 @@ function segmentStarts(bound: Bound, ids: ArrayLike<number>, segments: Segments,
   return starts;
 }
 
-/** Write the mask of one rollout into `mask` (length = token count). The hot path: no objects per span. */
-export function fillMask(bound: Bound, ids: ArrayLike<number>, segments: Segments, mask: Uint8Array): void {
+/**
+ * Write the mask of one rollout into `mask[at .. at + token count)`. The hot path: no objects per span;
+ * short runs are written by a loop, since `fill` costs more than a few stores.
+ */
+export function fillMask(bound: Bound, ids: ArrayLike<number>, segments: Segments, mask: Uint8Array, at = 0): void {
   const starts = segmentStarts(bound, ids, segments, true);
   const n = ids.length;
+  const { stateMask } = bound;
   for (let j = 0; j < segments.count; j++) {
-    const end = j + 1 < segments.count ? starts[j + 1] : n;
-    if (end > starts[j]) mask.fill(bound.stateMask[segments.state[j]], starts[j], end);
+    const start = at + starts[j];
+    const end = at + (j + 1 < segments.count ? starts[j + 1] : n);
+    const value = stateMask[segments.state[j]];
+    if (end - start > 32) mask.fill(value, start, end);
+    else for (let i = start; i < end; i++) mask[i] = value;
   }
 }
 

@@ -29,10 +29,11 @@ export interface StateInfo {
 export interface EventInfo { type: string }
 
 export interface Dfa {
-  /** `delta[state * 256 + byte]`; state 0 is the root. */
-  delta: Int32Array;
-  /** Literal index accepted at a state, or -1. */
-  accept: Int32Array;
+  /**
+   * `step[state * 256 + byte]`: the next state, or `~literal` when that byte completes a literal (the
+   * scanner then starts again from the root, so an accepting state needs no row). One load per byte.
+   */
+  step: Int32Array;
   literals: DfaLiteral[];
   /** Bytes that leave the root: a token without any of them cannot start a match. */
   firstBytes: Uint8Array;
@@ -212,7 +213,12 @@ function buildDfa(literals: DfaLiteral[]): Dfa {
   }
   const firstBytes = new Uint8Array(256);
   for (let byte = 0; byte < 256; byte++) firstBytes[byte] = delta[byte] !== 0 ? 1 : 0;
-  return { delta, accept: Int32Array.from(accept), literals, firstBytes };
+  const step = new Int32Array(count * 256);
+  for (let at = 0; at < step.length; at++) {
+    const target = delta[at];
+    step[at] = accept[target] >= 0 ? ~accept[target] : target;
+  }
+  return { step, literals, firstBytes };
 }
 
 export function compileGrammar(grammar: Grammar): CompiledGrammar {
