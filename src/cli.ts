@@ -45,7 +45,7 @@ async function main(argv: string[]): Promise<number> {
       const writer = new JsonlWriter(flag(args, '-o') ?? flag(args, '--output'));
       let failed = 0;
       try {
-        for await (const line of readJsonl(input)) {
+        for (const line of readJsonl(input)) {
           const where = `${input === '-' ? '<stdin>' : input}:${line.number}`;
           try {
             const { id, trajectory, advantage } = parseTrajectoryLine(JSON.parse(line.text), where);

@@ -6,6 +6,7 @@
  * The stages are composed here and only here.
  */
 import { loadGrammar } from './grammar/load.ts';
+import { needsAttributes, prepareAttributeReader } from './attributes.ts';
 import type { CompiledGrammar } from './grammar/compile.ts';
 import { bind, scanRollout, Segments, type Bound, type OptionValues } from './scan.ts';
 import { buildSpans, fillMask, type Span } from './spans.ts';
@@ -84,5 +85,7 @@ export class Masker {
 /** Load a grammar (bundled name or path) and a tokenizer (file, folder or package) and bind them. */
 export async function createMasker(grammar: string, tokenizer: string | LoadedTokenizer, options: OptionValues = {}): Promise<Masker> {
   const loaded = typeof tokenizer === 'string' ? await loadTokenizer(tokenizer) : tokenizer;
-  return new Masker(loadGrammar(grammar), loaded.table, options);
+  const compiled = loadGrammar(grammar);
+  if (needsAttributes(compiled.grammar.tags)) await prepareAttributeReader();
+  return new Masker(compiled, loaded.table, options);
 }

@@ -47,26 +47,29 @@ export function bind(grammar: CompiledGrammar, table: ByteTable, overrides: Opti
     }
     options[name] = value;
   }
+  if (grammar.dfas.length > 32) throw new Error(`grammar ${grammar.grammar.name} needs ${grammar.dfas.length} automata; at most 32 are supported`);
   const { size, pieces, offsets, flags } = table;
-  const skip = grammar.dfas.map((dfa) => {
-    const passable = new Uint8Array(size);
-    for (let id = 0; id < size; id++) {
-      if ((flags[id] & KNOWN) === 0) continue;
-      let clear = 1;
-      for (let p = offsets[id], end = offsets[id + 1]; p < end; p++) if (dfa.firstBytes[pieces[p]]) { clear = 0; break; }
-      passable[id] = clear;
-    }
-    return passable;
-  });
+  // One pass over all pieces: which automata can each token's bytes start?
+  const startsOf = new Uint32Array(256);
+  grammar.dfas.forEach((dfa, d) => { for (let byte = 0; byte < 256; byte++) if (dfa.firstBytes[byte]) startsOf[byte] |= 1 << d; });
+  const skip = grammar.dfas.map(() => new Uint8Array(size));
+  for (let id = 0; id < size; id++) {
+    if ((flags[id] & KNOWN) === 0) continue;
+    let starts = 0;
+    for (let p = offsets[id], end = offsets[id + 1]; p < end; p++) starts |= startsOf[pieces[p]];
+    for (let d = 0; d < skip.length; d++) if (((starts >>> d) & 1) === 0) skip[d][id] = 1;
+  }
 
   // Bit 1: padding; bit 2: a stop token the model samples (the first of a closing padding run is its own).
   const isPadding = new Uint8Array(size);
   const padTexts = new Set(grammar.grammar.padding);
   const stopTexts = new Set(grammar.grammar.stop);
   const decoder = new TextDecoder();
+  // Decode only the ids that could be a padding text (same first byte): a per-id decode costs ~40 ms.
+  const firstBytes = new Set(grammar.grammar.padding.map((text) => new TextEncoder().encode(text)[0]));
   for (let id = 0; id < size; id++) {
     const length = offsets[id + 1] - offsets[id];
-    if (!(length > 0 && length < 64 && (table.flags[id] & KNOWN))) continue;
+    if (!(length > 0 && length < 64 && (table.flags[id] & KNOWN) && firstBytes.has(pieces[offsets[id]]))) continue;
     const text = decoder.decode(pieces.subarray(offsets[id], offsets[id + 1]));
     if (padTexts.has(text)) isPadding[id] = stopTexts.has(text) ? 3 : 1;
   }

@@ -4,12 +4,13 @@
  */
 import { Masker, type MaskResult } from '../index.ts';
 import { loadGrammar } from '../grammar/load.ts';
+import { needsAttributes, prepareAttributeReader } from '../attributes.ts';
 import { loadTokenizer, type LoadedTokenizer } from '../tokenizer/load.ts';
 import type { CompiledGrammar } from '../grammar/compile.ts';
 import type { OptionValues } from '../scan.ts';
 import { compareMasks } from '../conformance.ts';
 import { JsonlWriter, readJsonl } from '../io/jsonl.ts';
-import { readRolloutLine, type RolloutLine } from '../io/rollout.ts';
+import { readRolloutBytes, type RolloutLine } from '../io/rollout.ts';
 import { RolloutError } from '../diagnostics.ts';
 
 /** One Masker per distinct option set (rollouts may bring their own options). */
@@ -30,6 +31,7 @@ export class MaskerPool {
 
   static async open(grammar: string, tokenizer: string, options: OptionValues): Promise<MaskerPool> {
     const compiled = loadGrammar(grammar);
+    if (needsAttributes(compiled.grammar.tags)) await prepareAttributeReader();
     const pool = new MaskerPool(compiled, await loadTokenizer(tokenizer), options);
     pool.get({}); // bad --set values fail here, before any line is read
     return pool;
@@ -52,7 +54,7 @@ function newSummary(): RunSummary {
 function record(summary: RunSummary, result: MaskResult) {
   summary.rollouts++;
   summary.tokens += result.mask.length;
-  for (let i = 0; i < result.mask.length; i++) summary.actionTokens += result.mask[i];
+  for (const span of result.spans) if (span.role === 'action') summary.actionTokens += span.end - span.start;
   for (const item of result.diagnostics) summary.diagnostics.set(item.code, (summary.diagnostics.get(item.code) ?? 0) + 1);
 }
 
@@ -64,10 +66,10 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
   const summary = newSummary();
   const where = input === '-' ? '<stdin>' : input;
   try {
-    for await (const line of readJsonl(input)) {
+    for (const line of readJsonl(input)) {
       let rollout: RolloutLine | undefined;
       try {
-        rollout = readRolloutLine(line.text);
+        rollout = readRolloutBytes(line.bytes);
         if (mode === 'check' && !rollout.mask) throw new Error('no mask to check: give "mask" (or verl-style "response_mask")');
         const result = pool.get(rollout.options).mask(rollout.tokens, { promptLength: rollout.promptLength });
         record(summary, result);
@@ -103,10 +105,20 @@ export function idOf(text: string): unknown {
   }
 }
 
+const tagJson = new Map<string, string>();
+
+/** The output line, written piece by piece: the same JSON as JSON.stringify, without building the object twice. */
 function writeMaskLine(writer: JsonlWriter, id: unknown, result: MaskResult) {
   writer.write(`{"id":${JSON.stringify(id ?? null)},"mask":`);
   writer.writeMask(result.mask);
-  writer.write(`,"spans":${JSON.stringify(result.spans)},"diagnostics":${JSON.stringify(result.diagnostics)}}\n`);
+  let spans = '';
+  for (const span of result.spans) {
+    let tag = tagJson.get(span.tag);
+    if (tag === undefined) { tag = JSON.stringify(span.tag); tagJson.set(span.tag, tag); }
+    const attrs = span.attrs ? `,"attrs":${JSON.stringify(span.attrs)}` : '';
+    spans += `${spans ? ',' : ''}{"role":"${span.role}","tag":${tag},"start":${span.start},"end":${span.end}${attrs}}`;
+  }
+  writer.write(`,"spans":[${spans}],"diagnostics":${result.diagnostics.length ? JSON.stringify(result.diagnostics) : '[]'}}\n`);
 }
 
 export function formatSummary(summary: RunSummary, mode: Mode): string {

@@ -11,7 +11,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { BUNDLED_SAMPLES } from '../paths.ts';
 import { checkTrajectory, compareMasks, type TrajectoryVerdict, type Disagreement } from '../conformance.ts';
 import { loadGrammar } from '../grammar/load.ts';
 import { readJsonl } from '../io/jsonl.ts';
@@ -21,7 +21,7 @@ import type { OptionValues } from '../scan.ts';
 import { loadTokenizer } from '../tokenizer/load.ts';
 import { MaskerPool, runRollouts, formatSummary } from './mask.ts';
 
-export const BUNDLED_SAMPLES = fileURLToPath(new URL('../../samples/', import.meta.url));
+export { BUNDLED_SAMPLES };
 
 export interface Suite {
   name: string;
@@ -95,7 +95,7 @@ export async function proveSuite(suite: Suite): Promise<SuiteVerdict> {
   const verdict: SuiteVerdict = { suite, rollouts: [], retokenized: [], trajectories: [], errors: [] };
 
   const eachRollout = async (file: string, into: RolloutVerdict[], compare: boolean) => {
-    for await (const line of readJsonl(file)) {
+    for (const line of readJsonl(file)) {
       try {
         const rollout = readRolloutLine(line.text);
         const result = pool.get(rollout.options).mask(rollout.tokens, { promptLength: rollout.promptLength });
@@ -110,7 +110,7 @@ export async function proveSuite(suite: Suite): Promise<SuiteVerdict> {
   if (suite.rollouts) await eachRollout(suite.rollouts, verdict.rollouts, true);
   if (suite.retokenized) await eachRollout(suite.retokenized, verdict.retokenized, false);
   if (suite.trajectories) {
-    for await (const line of readJsonl(suite.trajectories)) {
+    for (const line of readJsonl(suite.trajectories)) {
       try {
         const value = JSON.parse(line.text);
         const { id, trajectory, advantage } = parseTrajectoryLine(value, `${suite.trajectories}:${line.number}`);

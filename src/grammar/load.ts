@@ -4,13 +4,13 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { BUNDLED_GRAMMARS } from '../paths.ts';
 import { checkGrammar, type GrammarIssue } from './check.ts';
 import { compileGrammar, type CompiledGrammar } from './compile.ts';
 import { JsonSyntaxError, parseLocated, type Place } from './json.ts';
 import { readGrammar } from './schema.ts';
 
-export const BUNDLED_GRAMMARS = fileURLToPath(new URL('../../grammars/', import.meta.url));
+export { BUNDLED_GRAMMARS };
 
 export interface LocatedIssue extends GrammarIssue {
   file: string;

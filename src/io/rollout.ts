@@ -5,7 +5,8 @@ import type { OptionValues } from '../scan.ts';
 
 export interface RolloutLine {
   id: unknown;
-  tokens: number[];
+  /** From `readRolloutBytes`: a view into a reused buffer, valid until the next line is read. */
+  tokens: ArrayLike<number>;
   promptLength: number;
   options: OptionValues;
   /** A mask the rollout brings (for `check`): aligned with tokens, or with targets when one shorter. */
@@ -56,6 +57,10 @@ export function readRolloutLine(text: string): RolloutLine {
   } catch (error) {
     throw new Error(`not valid JSON (${(error as Error).message})`);
   }
+  return rolloutFromJson(value);
+}
+
+function rolloutFromJson(value: unknown, tokensRead?: Uint32Array): RolloutLine {
   if (!isObject(value)) throw new Error('a rollout line must be a JSON object');
   const options = readOptions(value.options);
   if (value.prompt_ids !== undefined || value.response_ids !== undefined) {
@@ -69,7 +74,7 @@ export function readRolloutLine(text: string): RolloutLine {
     }
     return line;
   }
-  const tokens = tokenArray(value.tokens, 'tokens');
+  const tokens = tokensRead ?? tokenArray(value.tokens, 'tokens');
   let promptLength = -1;
   if (value.prompt_length !== undefined) {
     const length = value.prompt_length;
@@ -85,4 +90,61 @@ export function readRolloutLine(text: string): RolloutLine {
     }
   }
   return line;
+}
+
+let idBuffer = new Uint32Array(1 << 16);
+const TOKENS_KEY = Buffer.from('"tokens"');
+
+/**
+ * `readRolloutLine` for the CLI's hot path: the `"tokens"` array (most of a line's bytes) is read straight
+ * from the bytes into a reused Uint32Array, and only the rest of the line goes through JSON.parse
+ * (JSON.parse of long number arrays was the CLI's largest cost: bench/README.md). Anything unusual falls
+ * back to the plain reader, so both accept and reject exactly the same lines.
+ */
+export function readRolloutBytes(bytes: Buffer): RolloutLine {
+  const key = bytes.indexOf(TOKENS_KEY);
+  if (key < 0 || bytes.indexOf(TOKENS_KEY, key + TOKENS_KEY.length) >= 0) return readRolloutLine(bytes.toString('utf8'));
+  let at = key + TOKENS_KEY.length;
+  const end = bytes.length;
+  const space = (c: number) => c === 32 || c === 9 || c === 10 || c === 13;
+  while (at < end && space(bytes[at])) at++;
+  if (bytes[at++] !== 0x3a) return readRolloutLine(bytes.toString('utf8'));
+  while (at < end && space(bytes[at])) at++;
+  if (bytes[at] !== 0x5b) return readRolloutLine(bytes.toString('utf8'));
+  // Past the end a Buffer reads undefined, which no test below accepts: the loop cannot run away.
+  const open = at++;
+  if (idBuffer.length < end) idBuffer = new Uint32Array(Math.max(end, idBuffer.length * 2));
+  const ids = idBuffer;
+  let count = 0;
+  let close = -1;
+  // Digits and commas (spaces allowed around them); a value is a plain non-negative integer of at most
+  // 10 digits. The loop is written for the common shape `[1,22,333]`.
+  let c = bytes[at];
+  while (c === 32 || c === 9 || c === 10 || c === 13) c = bytes[++at];
+  if (c === 0x5d) close = at;
+  else for (;;) {
+    const first = at;
+    let value = 0;
+    while (c >= 0x30 && c <= 0x39) { value = value * 10 + (c - 0x30); c = bytes[++at]; }
+    const digits = at - first;
+    if (digits === 0 || digits > 10 || value > 0xffffffff) return readRolloutLine(bytes.toString('utf8'));
+    ids[count++] = value;
+    while (c === 32 || c === 9 || c === 10 || c === 13) c = bytes[++at];
+    if (c === 0x2c) {
+      c = bytes[++at];
+      while (c === 32 || c === 9 || c === 10 || c === 13) c = bytes[++at];
+      continue;
+    }
+    if (c === 0x5d) { close = at; break; }
+    return readRolloutLine(bytes.toString('utf8'));
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(bytes.toString('utf8', 0, open + 1) + bytes.toString('utf8', close));
+  } catch {
+    return readRolloutLine(bytes.toString('utf8'));
+  }
+  // The array read must be the line's own top-level "tokens": the spliced line then holds `[]` there.
+  if (!isObject(value) || !Array.isArray(value.tokens) || value.tokens.length !== 0) return readRolloutLine(bytes.toString('utf8'));
+  return rolloutFromJson(value, ids.subarray(0, count));
 }

@@ -7,7 +7,7 @@
  * imports transformers at all.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { buildByteTable, type ByteTable, type PieceEncoding, type TokenizerJson } from './table.ts';
@@ -58,30 +58,41 @@ function cacheDirectory(): string | undefined {
   return process.env.TAGMASK_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'tagmask');
 }
 
-function readConfig(tokenizerPath: string): { text: string; json: Record<string, unknown> } {
+function readConfig(tokenizerPath: string): { json: Record<string, unknown> } {
   const configPath = join(dirname(tokenizerPath), 'tokenizer_config.json');
-  if (!existsSync(configPath)) return { text: '', json: {} };
+  if (!existsSync(configPath)) return { json: {} };
   const text = readFileSync(configPath, 'utf8');
   try {
-    return { text, json: JSON.parse(text) };
+    return { json: JSON.parse(text) };
   } catch (error) {
     throw new Error(`${configPath}: not valid JSON (${(error as Error).message})`);
   }
 }
 
+/**
+ * The cache key: which files, and which version of them (path, size, modification time, inode). Stat-based,
+ * so a warm start reads neither the 10 MB tokenizer.json nor hashes it.
+ */
+function cacheKey(path: string): string {
+  const hash = createHash('sha256').update(TABLE_FORMAT);
+  for (const file of [path, join(dirname(path), 'tokenizer_config.json')]) {
+    if (!existsSync(file)) { hash.update('-'); continue; }
+    const stat = statSync(file);
+    hash.update(`${realpathSync(file)}|${stat.size}|${stat.mtimeMs}|${stat.ino}\n`);
+  }
+  return hash.digest('hex').slice(0, 32);
+}
+
 export async function loadTokenizer(spec: string, from?: string): Promise<LoadedTokenizer> {
   const path = resolveTokenizerPath(spec, from);
-  const raw = readFileSync(path);
-  const config = readConfig(path);
-  const key = createHash('sha256').update(TABLE_FORMAT).update(raw).update(config.text).digest('hex').slice(0, 32);
   const cacheDir = cacheDirectory();
-  const cacheFile = cacheDir && join(cacheDir, `${key}.bin`);
+  const cacheFile = cacheDir && join(cacheDir, `${cacheKey(path)}.bin`);
 
   let parsed: TokenizerJson | undefined;
   const parse = (): TokenizerJson => {
     if (!parsed) {
       try {
-        parsed = JSON.parse(raw.toString('utf8')) as TokenizerJson;
+        parsed = JSON.parse(readFileSync(path, 'utf8')) as TokenizerJson;
       } catch (error) {
         throw new Error(`${path}: not valid JSON (${(error as Error).message})`);
       }
@@ -90,7 +101,7 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
   };
 
   let hf: Promise<TransformersTokenizer> | undefined;
-  const transformers = () => (hf ??= buildTransformersTokenizer(parse(), config.json, path));
+  const transformers = () => (hf ??= buildTransformersTokenizer(parse(), readConfig(path).json, path));
 
   let table = cacheFile ? readCachedTable(cacheFile) : undefined;
   if (!table) {
