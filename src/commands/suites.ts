@@ -171,8 +171,10 @@ export function formatSuite(verdict: SuiteVerdict): string {
 /** `tagmask samples`: mask each suite's rollouts into out/, then prove it. */
 export async function maskSamples(paths: string[], outDir: string, log: (line: string) => void): Promise<boolean> {
   let passed = true;
+  let failedSuites = 0;
   mkdirSync(outDir, { recursive: true });
-  for (const suite of findSuites(paths)) {
+  const suites = findSuites(paths);
+  for (const suite of suites) {
     if (suite.rollouts) {
       const pool = new MaskerPool(loadGrammar(suite.grammar), await loadTokenizer(suite.tokenizer), suite.options);
       const output = join(outDir, `${suite.name}.masks.jsonl`);
@@ -183,8 +185,10 @@ export async function maskSamples(paths: string[], outDir: string, log: (line: s
     }
     const verdict = await proveSuite(suite);
     log(formatSuite(verdict));
-    if (!suitePassed(verdict)) passed = false;
+    if (!suitePassed(verdict)) { passed = false; failedSuites++; }
   }
+  log(passed ? `\n${suites.length} suites masked into ${outDir}/ and proved: every mask agrees with its construction and with the merge`
+    : `\n${failedSuites} of ${suites.length} suites disagree (see ✖ above)`);
   return passed;
 }
 
