@@ -1,0 +1,55 @@
+/**
+ * The conformance suites, generated from samples/**: every suite.json folder is proved here, as
+ * `tagmask conformance` does. Rollouts must equal the masks built by construction, re-tokenized twins
+ * must not crash, and every datum of the transition merge must agree with the masker in target space.
+ * The tutorial 404 suite must also reproduce the numbers the tutorial prints, through the masker.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { findSuites, proveSuite } from '../../src/commands/suites.ts';
+import { loadGrammar, loadTokenizer, Masker } from '../../src/index.ts';
+import { trajectoryToData, parseTrajectoryLine } from '../../src/merge.ts';
+import { BUNDLED_SAMPLES } from '../../src/paths.ts';
+
+const suites = findSuites([]);
+
+describe.each(suites.map((suite) => [suite.name, suite] as const))('suite %s', (_, suite) => {
+  it('agrees on every token', async () => {
+    const verdict = await proveSuite(suite);
+    expect(verdict.errors).toEqual([]);
+    const disagreeing = verdict.rollouts.filter((item) => item.disagreements.length).map((item) => ({ id: item.id, runs: item.disagreements }));
+    expect(disagreeing).toEqual([]);
+    const datums = verdict.trajectories.flatMap((trajectory) => trajectory.datums.filter((datum) => !datum.agree).map((datum) => ({ id: trajectory.id, datum })));
+    expect(datums).toEqual([]);
+    expect(verdict.rollouts.length + verdict.trajectories.length).toBeGreaterThan(0);
+  }, 60_000);
+});
+
+describe('tutorial 404 through the masker', () => {
+  const dir = join(BUNDLED_SAMPLES, 'tutorial-404');
+  const expected = JSON.parse(readFileSync(join(dir, 'expected.json'), 'utf8'));
+  const lines = readFileSync(join(dir, 'trajectories.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+
+  it('walks each datum\'s own token ids and prints the tutorial\'s masks', async () => {
+    const tokenizer = await loadTokenizer(join(dir, 'tokenizer.json'));
+    const masker = new Masker(loadGrammar('tutorial'), tokenizer.table);
+    const masksOf = (id: string) => {
+      const { trajectory } = parseTrajectoryLine(lines.find((line) => line.id === id), id);
+      return trajectoryToData(trajectory).map((datum) => {
+        const stream = datum.tokens.concat(datum.target_tokens.slice(-1));
+        // Target space: mask[i] belongs to tokens[i + 1].
+        return Array.from(masker.mask(stream, { promptLength: datum.firstObservationLength }).mask.subarray(1));
+      });
+    };
+    const extend = masksOf('extend');
+    expect(extend).toHaveLength(expected.extend.datums);
+    expect(extend[0]).toHaveLength(expected.extend.total_tokens);
+    expect(extend[0]).toEqual(expected.extend.mask);
+    expect(extend[0].filter((value) => value === 1)).toHaveLength(expected.extend.action_tokens);
+    expect(extend[0].filter((value) => value === 0)).toHaveLength(expected.extend.prompt_tokens);
+    const split = masksOf('split');
+    expect(split.map((mask) => mask.length)).toEqual(expected.split.datum_lengths);
+    expect(split).toEqual(expected.split.masks);
+  });
+});
