@@ -8,7 +8,8 @@ import { MaskerPool, runRollouts, formatSummary, idOf } from './commands/mask.ts
 import { findSuites, formatSuite, maskSamples, proveSuite, suitePassed } from './commands/suites.ts';
 import { checkGrammarFile, formatIssue, GrammarError, resolveGrammarPath } from './grammar/load.ts';
 import { JsonlWriter, readJsonl } from './io/jsonl.ts';
-import { datumToJson, parseTrajectoryLine, trajectoryToData } from './merge.ts';
+import { auditExtension, datumToJson, parseTrajectoryLine, trajectoryToData } from './merge.ts';
+import { textOf } from './tokenizer/table.ts';
 import { lintLiterals } from './grammar/lint.ts';
 import { loadTokenizer } from './tokenizer/load.ts';
 
@@ -19,8 +20,9 @@ const USAGE = `tagmask: rebuild and audit RL action masks from flat rollout toke
       output lines {"id", "mask": [0|1…], "spans": [{"role","tag","start","end"}…], "diagnostics": [{"code","severity","token","message"}…]}
   tagmask check --grammar … --tokenizer … [--set key=value]… [IN.jsonl|-] [-o OUT.jsonl]
       compare with the mask a rollout brings: {"tokens", "mask"} or verl-style {"prompt_ids", "response_ids", "response_mask"}
-  tagmask merge [IN.jsonl|-] [-o OUT.jsonl]
-      tinker trajectory_to_data: {"id", "transitions": [{"ob", "ac": {"tokens", "logprobs"}}…], "advantage"?} → one datum per line
+  tagmask merge [IN.jsonl|-] [-o OUT.jsonl] [--tokenizer T]
+      tinker trajectory_to_data: {"id", "transitions": [{"ob", "ac": {"tokens", "logprobs"}}…], "advantage"?} → one datum per line;
+      splits (observations that stop extending) are reported on stderr, decoded with --tokenizer
   tagmask conformance [SUITE…]      prove suites (default: the bundled samples) against construction and the merge
   tagmask samples [SUITE…] [-o DIR] mask the bundled samples into DIR (default out/) and prove them
   tagmask grammar check FILE|NAME [--tokenizer T]…   check a grammar; with tokenizers, lint its literals' tokenization
@@ -40,8 +42,11 @@ async function main(argv: string[]): Promise<number> {
       return summary.failed || summary.disagreeing ? 1 : 0;
     }
     case 'merge': {
-      const args = parseArgs(rest, ['-o', '--output']);
+      const args = parseArgs(rest, ['-o', '--output', '--tokenizer']);
       const input = args.positionals[0] ?? '-';
+      const tokenizerSpec = flag(args, '--tokenizer');
+      const table = tokenizerSpec ? (await loadTokenizer(tokenizerSpec)).table : undefined;
+      const show = (ids: number[]) => (table ? JSON.stringify(textOf(table, ids.filter((id) => id < table.size))) : `[${ids.join(',')}]`);
       const writer = new JsonlWriter(flag(args, '-o') ?? flag(args, '--output'));
       let failed = 0;
       try {
@@ -49,7 +54,13 @@ async function main(argv: string[]): Promise<number> {
           const where = `${input === '-' ? '<stdin>' : input}:${line.number}`;
           try {
             const { id, trajectory, advantage } = parseTrajectoryLine(JSON.parse(line.text), where);
-            trajectoryToData(trajectory, advantage).forEach((datum, index) => writer.write(`${JSON.stringify(datumToJson(id, index, datum))}\n`));
+            const data = trajectoryToData(trajectory, advantage);
+            data.forEach((datum, index) => writer.write(`${JSON.stringify(datumToJson(id, index, datum))}\n`));
+            // The extension audit: where the observations stop extending, and what that costs.
+            const audit = auditExtension(trajectory);
+            for (const split of audit.splits) {
+              log(`${where}: split: trajectory ${JSON.stringify(id)} starts a new datum at transition ${split.transition}: at token ${split.position} the sequence so far has ${show(split.expected)}, the new observation ${show(split.actual)}; ${audit.cost.trainedTokens} tokens trained as ${data.length} datums instead of ${audit.cost.mergedTokens} merged`);
+            }
           } catch (error) {
             failed++;
             const message = (error as Error).message;
