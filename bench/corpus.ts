@@ -1,11 +1,17 @@
 /**
- * A deterministic ~20 M-token benchmark corpus built by tiling the Search-R1 sample rollouts.
+ * Benchmark corpora: rollouts tiled to ~20 M tokens in flat typed arrays.
  *
- * Each pass over the samples is a fresh seeded permutation of the rollouts, so neighbouring rollouts
+ * Two corpora (bench/README.md):
+ *  - `realistic` (bench/realistic.ts): a few hundred generated Search-R1 *training-like* rollouts
+ *    (~700 tokens, ~86 % of the response is retrieved text); the headline numbers use it;
+ *  - `tag-dense` (this file, `buildCorpus`): the Search-R1 conformance samples
+ *    (samples/search-r1-<tokenizer>/rollouts.jsonl), short (~337 tokens) and dense with tags and edge cases.
+ *
+ * Tiling: each pass over the distinct rollouts is a fresh seeded permutation, so neighbouring rollouts
  * differ from pass to pass (no branch predictor or cache artefacts from a fixed period), yet every run
  * of the benchmark sees exactly the same token stream. Everything lives in flat typed arrays:
  * ids (Uint32Array) + starts (Uint32Array, one more than rollouts) + prompt lengths (Int32Array, -1 =
- * find the prompt end) + the samples' constructed masks (Uint8Array, for the sanity check).
+ * find the prompt end) + the constructed masks (Uint8Array, for the sanity check).
  *
  * Lines with per-line "options" (max_obs_tokens) need a Masker bound to other option values, so they are
  * kept out of the tiled stream and returned separately (`withOptions`) to be checked on their own.
@@ -21,15 +27,17 @@ export interface SampleLine {
   options?: Record<string, number | null>;
 }
 
+export type CorpusKind = 'realistic' | 'tag-dense';
+
 export interface Corpus {
+  kind: CorpusKind;
   tokenizer: string;
-  folder: string;
   ids: Uint32Array;
   starts: Uint32Array;
   promptLengths: Int32Array;
   /** The samples' constructed masks, tiled like `ids`. */
   expected: Uint8Array;
-  /** Index into `samples` of each rollout of the corpus. */
+  /** Index into `samples` (the distinct rollouts) of each rollout of the corpus. */
   source: Uint16Array;
   samples: SampleLine[];
   withOptions: SampleLine[];
@@ -61,10 +69,14 @@ export function prng(seed: number): () => number {
   };
 }
 
+/** The tag-dense corpus: the Search-R1 conformance samples, tiled. */
 export function buildCorpus(root: string, target: (typeof TARGETS)[number], targetTokens = 20_000_000, seed = 0x7a6d61): Corpus {
   const all = readSamples(root, target.folder);
-  const samples = all.filter((line) => line.options === undefined);
-  const withOptions = all.filter((line) => line.options !== undefined);
+  return tileCorpus('tag-dense', target.tokenizer, all.filter((line) => line.options === undefined), all.filter((line) => line.options !== undefined), targetTokens, seed);
+}
+
+/** Tile `samples` to about `targetTokens` tokens: whole passes, each a fresh seeded permutation. */
+export function tileCorpus(kind: CorpusKind, tokenizer: string, samples: SampleLine[], withOptions: SampleLine[], targetTokens: number, seed: number): Corpus {
   const passTokens = samples.reduce((sum, line) => sum + line.tokens.length, 0);
   const passes = Math.max(1, Math.round(targetTokens / passTokens));
   const rollouts = passes * samples.length;
@@ -97,5 +109,5 @@ export function buildCorpus(root: string, target: (typeof TARGETS)[number], targ
     }
   }
   starts[rollouts] = at;
-  return { tokenizer: target.tokenizer, folder: target.folder, ids, starts, promptLengths, expected, source, samples, withOptions, rollouts, tokens };
+  return { kind, tokenizer, ids, starts, promptLengths, expected, source, samples, withOptions, rollouts, tokens };
 }

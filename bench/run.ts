@@ -1,17 +1,21 @@
 /**
  * tagmask benchmark: `npm run bench` (see bench/README.md for how to read it).
  *
- *   npm run bench [-- --quick] [--tokens N] [--rounds N] [--cli-rounds N] [--only qwen3|llama3]
- *                 [--skip-cli] [--skip-stages] [--out bench/results.json]
+ *   npm run bench [-- --quick] [--tokens N] [--rounds N] [--dense-rounds N] [--cli-rounds N]
+ *                 [--dense-cli-rounds N] [--corpus realistic|tag-dense] [--only qwen3|llama3]
+ *                 [--skip-cli] [--skip-stages] [--out bench/results.json] [--work-dir DIR]
  *
- * Speeds are reported as ratios to baselines timed in the same process (or the same run), never asserted.
- * Phases, in this order on purpose:
- *   A. in memory, typed ids only: sanity check, then Masker.maskBatch vs the lookup floor and a naive
- *      regex masker (interleaved rounds, medians), then Masker.mask() per rollout on Uint32Array views;
+ * Two corpora, both tiled to the same token count: `realistic` (generated Search-R1 training-like
+ * rollouts, bench/realistic.ts; the headline numbers) and `tag-dense` (the conformance samples,
+ * bench/corpus.ts; fewer rounds with --quick). Speeds are reported as ratios to baselines timed in the same process
+ * (or the same run), never asserted. Phases, in this order on purpose:
+ *   A. in memory, typed ids only, every corpus and tokenizer: sanity check, then Masker.maskBatch vs the
+ *      lookup floor and a naive regex masker (interleaved rounds, medians), then Masker.mask() per rollout
+ *      on Uint32Array views;
  *   B. Masker.mask() on number[] ids (the CLI's shape) and maskBatch again, now that V8 has seen both
  *      shapes in the shared scanner (the cost a library user mixing them would pay);
  *   C. the CLI end to end in child processes vs read/parse/write floors (plain node children);
- *   D. the CLI's stages timed in one child process (bench/stages.ts).
+ *   D. the CLI's stages timed in one child process (bench/stages.ts), headline corpus only.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -22,7 +26,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Masker, createMasker, loadGrammar, loadTokenizer, type LoadedTokenizer } from '../src/index.ts';
 import { NaiveMasker, floorMask, floorTable } from './baselines.ts';
-import { buildCorpus, TARGETS, type Corpus } from './corpus.ts';
+import { buildCorpus, TARGETS, type Corpus, type CorpusKind } from './corpus.ts';
+import { buildRealisticCorpus, type RealisticInfo } from './realistic.ts';
 import { checkCliOutput, writeCorpusJsonl } from './jsonl.ts';
 import { fmt, interleave, median, now, table, type Timed } from './timing.ts';
 
@@ -36,18 +41,32 @@ const has = (name: string) => argv.includes(name);
 const value = (name: string, fallback: string) => (argv.indexOf(name) >= 0 ? argv[argv.indexOf(name) + 1] : fallback);
 const quick = has('--quick');
 const config = {
-  tokens: Number(value('--tokens', quick ? '5000000' : '20000000')),
+  tokens: Number(value('--tokens', quick ? '4000000' : '20000000')),
   rounds: Number(value('--rounds', quick ? '5' : '7')),
+  /** Timed in-memory rounds on the tag-dense corpus (the second row). */
+  denseRounds: Number(value('--dense-rounds', quick ? '3' : '7')),
   warmup: 2,
   cliRounds: Number(value('--cli-rounds', quick ? '2' : '3')),
+  denseCliRounds: Number(value('--dense-cli-rounds', quick ? '1' : '3')),
   only: value('--only', ''),
+  corpus: value('--corpus', ''),
   cli: !has('--skip-cli'),
   stages: !has('--skip-stages'),
   out: resolve(root, value('--out', 'bench/results.json')),
   workDir: value('--work-dir', '/tmp/tagmask-bench'),
 };
 const targets = TARGETS.filter((t) => !config.only || t.name === config.only);
+const kinds = (['realistic', 'tag-dense'] as const).filter((k) => !config.corpus || k === config.corpus);
+if (!targets.length || !kinds.length) throw new Error(`nothing to run: --only ${config.only} --corpus ${config.corpus}`);
 const log = (line = '') => process.stdout.write(`${line}\n`);
+
+type Target = (typeof TARGETS)[number];
+/** One corpus for one tokenizer: a column of the tables. */
+interface Run { kind: CorpusKind; target: Target; label: string; corpus: Corpus; loaded: LoadedTokenizer; stats: CorpusStats }
+const roundsOf = (kind: CorpusKind) => (kind === 'realistic' ? config.rounds : config.denseRounds);
+/** Rounds of the secondary in-memory rows (mask() per rollout, number[] and polymorphic maskBatch). */
+const sideRoundsOf = (kind: CorpusKind) => (kind === 'realistic' ? Math.max(5, config.rounds - 2) : Math.max(3, config.denseRounds - 2));
+const cliRoundsOf = (kind: CorpusKind) => (kind === 'realistic' ? config.cliRounds : config.denseCliRounds);
 
 // ── machine facts ──────────────────────────────────────────────────────────────────────────────────
 function machine() {
@@ -71,25 +90,62 @@ function machine() {
   };
 }
 
+// ── corpus facts ───────────────────────────────────────────────────────────────────────────────────
+interface CorpusStats {
+  rollouts: number;
+  tokens: number;
+  tokensPerRollout: number;
+  distinctRollouts: number;
+  /** Share of tokens with mask 1. */
+  actionShare: number;
+  /** Share of tokens whose piece holds a `<` byte (where every Search-R1 literal starts). */
+  ltShare: number;
+  /** Share of rollouts that state prompt_length. */
+  promptLengthStated: number;
+  realistic?: RealisticInfo;
+}
+
+function corpusStats(corpus: Corpus, loaded: LoadedTokenizer, realistic?: RealisticInfo): CorpusStats {
+  const lut = floorTable(loaded.table);
+  let lt = 0;
+  let action = 0;
+  for (let i = 0; i < corpus.tokens; i++) { lt += lut[corpus.ids[i]]; action += corpus.expected[i]; }
+  let stated = 0;
+  for (let r = 0; r < corpus.rollouts; r++) if (corpus.promptLengths[r] >= 0) stated++;
+  return {
+    rollouts: corpus.rollouts,
+    tokens: corpus.tokens,
+    tokensPerRollout: +(corpus.tokens / corpus.rollouts).toFixed(1),
+    distinctRollouts: corpus.samples.length,
+    actionShare: +(action / corpus.tokens).toFixed(4),
+    ltShare: +(lt / corpus.tokens).toFixed(4),
+    promptLengthStated: +(stated / corpus.rollouts).toFixed(3),
+    ...(realistic ? { realistic } : {}),
+  };
+}
+
 // ── phase A/B: in memory ───────────────────────────────────────────────────────────────────────────
 interface InMemory {
   tokens: number;
   rollouts: number;
   tokensPerRollout: number;
-  sanity: { batchBadTokens: number; batchBadRollouts: number; maskBadTokens: number; optionLines: number; optionLinesBad: number; diagnosticsRaised: number; naiveAgreement: number };
+  rounds: number;
+  sanity: { batchBadTokens: number; batchBadRollouts: number; batchBadDistinct: number; maskBadTokens: number; optionLines: number; optionLinesBad: number; diagnosticsRaised: number; naiveAgreement: number };
   timings: Timed[];
   ratios: { batchOverFloor: number; batchOverFloorCpu: number; batchOverNaive: number; maskTypedOverBatch: number; maskArrayOverBatch?: number; batchAfterPolymorphicOverBatch?: number };
 }
 
-function countBad(mask: Uint8Array, corpus: Corpus): { tokens: number; rollouts: number } {
+/** Tokens and rollouts where `mask` differs from the constructed masks, and how many distinct rollouts those are. */
+function countBad(mask: Uint8Array, corpus: Corpus): { tokens: number; rollouts: number; distinct: number } {
   let tokens = 0;
   let rollouts = 0;
+  const distinct = new Set<number>();
   for (let r = 0; r < corpus.rollouts; r++) {
     let bad = 0;
     for (let i = corpus.starts[r]; i < corpus.starts[r + 1]; i++) if (mask[i] !== corpus.expected[i]) bad++;
-    if (bad) { rollouts++; tokens += bad; }
+    if (bad) { rollouts++; tokens += bad; distinct.add(corpus.source[r]); }
   }
-  return { tokens, rollouts };
+  return { tokens, rollouts, distinct: distinct.size };
 }
 
 /** Masker.mask() over every rollout; returns a checksum so nothing is optimized away. */
@@ -107,7 +163,7 @@ function timeRounds(name: string, tokens: number, rounds: number, warmup: number
   return interleave([{ name, run }], tokens, rounds, warmup)[0];
 }
 
-async function inMemoryTyped(target: (typeof TARGETS)[number], corpus: Corpus, loaded: LoadedTokenizer): Promise<InMemory> {
+async function inMemoryTyped({ kind, corpus, loaded }: Run): Promise<InMemory> {
   const masker = await createMasker('search-r1', loaded);
   const mask = new Uint8Array(corpus.tokens);
 
@@ -133,7 +189,7 @@ async function inMemoryTyped(target: (typeof TARGETS)[number], corpus: Corpus, l
       { name: 'naive (latin1 + regex)', run: () => naive.maskBatch(corpus.ids, corpus.starts, corpus.promptLengths, mask) },
     ],
     corpus.tokens,
-    config.rounds,
+    roundsOf(kind),
     config.warmup,
   );
 
@@ -145,17 +201,18 @@ async function inMemoryTyped(target: (typeof TARGETS)[number], corpus: Corpus, l
     const m = masker.mask(view, p >= 0 ? { promptLength: p } : {}).mask;
     for (let i = 0; i < m.length; i++) if (m[i] !== corpus.expected[corpus.starts[r] + i]) maskBad++;
   });
-  const rounds = Math.max(5, config.rounds - 2);
-  timings.push(timeRounds('tagmask mask() per rollout, Uint32Array', corpus.tokens, rounds, 1, () => maskEach(masker, views, corpus.promptLengths)));
+  timings.push(timeRounds('tagmask mask() per rollout, Uint32Array', corpus.tokens, sideRoundsOf(kind), 1, () => maskEach(masker, views, corpus.promptLengths)));
 
   const [floor, batch, naiveT, maskTyped] = timings;
   return {
     tokens: corpus.tokens,
     rollouts: corpus.rollouts,
     tokensPerRollout: +(corpus.tokens / corpus.rollouts).toFixed(1),
+    rounds: roundsOf(kind),
     sanity: {
       batchBadTokens: batchBad.tokens,
       batchBadRollouts: batchBad.rollouts,
+      batchBadDistinct: batchBad.distinct,
       maskBadTokens: maskBad,
       optionLines: corpus.withOptions.length,
       optionLinesBad,
@@ -172,10 +229,10 @@ async function inMemoryTyped(target: (typeof TARGETS)[number], corpus: Corpus, l
   };
 }
 
-async function inMemoryArrays(corpus: Corpus, loaded: LoadedTokenizer, result: InMemory): Promise<void> {
+async function inMemoryArrays({ kind, corpus, loaded }: Run, result: InMemory): Promise<void> {
   const masker = await createMasker('search-r1', loaded);
   const arrays = Array.from({ length: corpus.rollouts }, (_, r) => Array.from(corpus.ids.subarray(corpus.starts[r], corpus.starts[r + 1])));
-  const rounds = Math.max(5, config.rounds - 2);
+  const rounds = sideRoundsOf(kind);
   const maskArray = timeRounds('tagmask mask() per rollout, number[] (CLI shape)', corpus.tokens, rounds, 1, () => maskEach(masker, arrays, corpus.promptLengths));
   const mask = new Uint8Array(corpus.tokens);
   const batchAgain = timeRounds('tagmask maskBatch after number[] seen (polymorphic)', corpus.tokens, rounds, 1, () => { masker.maskBatch(corpus.ids, corpus.starts, corpus.promptLengths, mask); });
@@ -205,6 +262,7 @@ function runChild(command: string, args: string[]): ProcessRun {
 
 interface CliResult {
   tokens: number;
+  rounds: number;
   inputMB: number;
   outputMB: number;
   startupMs: number;
@@ -215,12 +273,15 @@ interface CliResult {
   outputCheck: Awaited<ReturnType<typeof checkCliOutput>>;
 }
 
-async function cliBench(target: (typeof TARGETS)[number], corpus: Corpus): Promise<CliResult> {
+const inputFile = (run: Run) => join(config.workDir, `${run.kind}-${run.target.name}.jsonl`);
+
+async function cliBench(run: Run): Promise<CliResult> {
+  const { target, corpus } = run;
   mkdirSync(config.workDir, { recursive: true });
-  const input = join(config.workDir, `${target.name}.jsonl`);
-  const one = join(config.workDir, `${target.name}-one.jsonl`);
-  const output = join(config.workDir, `${target.name}.out.jsonl`);
-  const floorOut = join(config.workDir, `${target.name}.floor-out.jsonl`);
+  const input = inputFile(run);
+  const one = input.replace(/\.jsonl$/, '-one.jsonl');
+  const output = input.replace(/\.jsonl$/, '.out.jsonl');
+  const floorOut = input.replace(/\.jsonl$/, '.floor-out.jsonl');
   const inputBytes = writeCorpusJsonl(corpus, input);
   writeCorpusJsonl(corpus, one, 1);
 
@@ -230,15 +291,16 @@ async function cliBench(target: (typeof TARGETS)[number], corpus: Corpus): Promi
   cli(one, `${output}.one`);
   const startup = median([0, 1, 2].map(() => cli(one, `${output}.one`).wallMs));
 
-  const kinds: Array<[string, () => ProcessRun]> = [
+  const contenders: Array<[string, () => ProcessRun]> = [
     ['floor: read lines', () => runChild(process.execPath, ['bench/floor.mjs', 'read', input])],
     ['floor: read + JSON.parse', () => runChild(process.execPath, ['bench/floor.mjs', 'parse', input])],
     ['floor: parse + write {id,mask}', () => runChild(process.execPath, ['bench/floor.mjs', 'write', input, floorOut])],
     ['tagmask mask (CLI)', () => cli(input, output)],
   ];
-  const collected = new Map<string, ProcessRun[]>(kinds.map(([name]) => [name, []]));
-  kinds.forEach(([, run]) => run()); // one untimed round: page cache, disk allocation
-  for (let r = 0; r < config.cliRounds; r++) for (const [name, run] of kinds) collected.get(name)!.push(run());
+  const collected = new Map<string, ProcessRun[]>(contenders.map(([name]) => [name, []]));
+  contenders.forEach(([, child]) => child()); // one untimed round: page cache, disk allocation
+  const rounds = cliRoundsOf(run.kind);
+  for (let r = 0; r < rounds; r++) for (const [name, child] of contenders) collected.get(name)!.push(child());
 
   const runs: CliResult['runs'] = {};
   for (const [name, list] of collected) {
@@ -251,6 +313,7 @@ async function cliBench(target: (typeof TARGETS)[number], corpus: Corpus): Promi
   const outputCheck = await checkCliOutput(corpus, output);
   const result: CliResult = {
     tokens: corpus.tokens,
+    rounds,
     inputMB: +(inputBytes / 1e6).toFixed(1),
     outputMB: +(statSync(output).size / 1e6).toFixed(1),
     startupMs: +startup.toFixed(0),
@@ -269,112 +332,190 @@ async function cliBench(target: (typeof TARGETS)[number], corpus: Corpus): Promi
   return result;
 }
 
-function stagesBench(target: (typeof TARGETS)[number]): Record<string, unknown> {
-  const input = join(config.workDir, `${target.name}.jsonl`);
-  const child = spawnSync(process.execPath, ['--import', 'tsx', 'bench/stages.ts', input, target.tokenizer, '--reps', quick ? '1' : '2'], { cwd: root, encoding: 'utf8', maxBuffer: 1 << 26 });
+function stagesBench(run: Run): Record<string, unknown> {
+  const input = inputFile(run);
+  const child = spawnSync(process.execPath, ['--import', 'tsx', 'bench/stages.ts', input, run.target.tokenizer, '--reps', quick ? '1' : '2'], { cwd: root, encoding: 'utf8', maxBuffer: 1 << 26 });
   if (child.status !== 0) throw new Error(`bench/stages.ts failed: ${child.stderr}`);
   rmSync(`${input}.stages-out.jsonl`, { force: true });
   return JSON.parse(child.stdout.trim().split('\n').at(-1)!);
 }
 
 // ── main ───────────────────────────────────────────────────────────────────────────────────────────
+const yesNo = (x: number, target: number) => (x >= target ? 'yes' : `no (${fmt(x / target, 2)} of it)`);
+
 async function main() {
+  const t00 = now();
   const facts = machine();
   log(`tagmask bench · ${facts.date} · node ${facts.node} · ${facts.cpu} × ${facts.cores} · commit ${facts.commit}${facts.dirtySrc ? ' (src modified)' : ''} · load ${facts.loadavgAtStart}`);
-  log(`corpus: ~${(config.tokens / 1e6).toFixed(0)} M tokens per tokenizer, tiled from samples/search-r1-*/rollouts.jsonl; ${config.rounds} timed rounds after ${config.warmup} warm-up, medians`);
+  log(`corpora: ${kinds.join(', ')}, each ~${(config.tokens / 1e6).toFixed(0)} M tokens per tokenizer; in memory ${config.rounds} timed rounds (tag-dense ${config.denseRounds}) after ${config.warmup} warm-up, medians`);
   const results: Record<string, unknown> = { machine: facts, config: { ...config, out: undefined } };
-  const inMemory: Record<string, InMemory> = {};
-  const corpora: Record<string, Corpus> = {};
-  const tokenizers: Record<string, LoadedTokenizer> = {};
 
-  // A: typed ids only.
-  for (const target of targets) {
-    const corpus = buildCorpus(root, target, config.tokens);
-    const t0 = now();
-    const loaded = await loadTokenizer(target.tokenizer, root);
-    log(`\n[${target.name}] ${corpus.rollouts} rollouts, ${corpus.tokens} tokens (${(corpus.tokens / corpus.rollouts).toFixed(0)}/rollout); tokenizer loaded in ${fmt(now() - t0, 0)} ms`);
-    inMemory[target.name] = await inMemoryTyped(target, corpus, loaded);
-    corpora[target.name] = corpus;
-    tokenizers[target.name] = loaded;
-    const s = inMemory[target.name].sanity;
-    log(`  sanity: maskBatch ${s.batchBadTokens} bad tokens in ${s.batchBadRollouts} rollouts; mask() ${s.maskBadTokens} bad tokens; option lines ${s.optionLines - s.optionLinesBad}/${s.optionLines} agree; naive agrees on ${(100 * s.naiveAgreement).toFixed(2)}% of tokens`);
+  // Corpora (every one built before anything is timed).
+  const tokenizers: Record<string, LoadedTokenizer> = {};
+  for (const target of targets) tokenizers[target.name] = await loadTokenizer(target.tokenizer, root);
+  const runs: Run[] = [];
+  for (const kind of kinds) {
+    for (const target of targets) {
+      const t0 = now();
+      const loaded = tokenizers[target.name];
+      let corpus: Corpus;
+      let info: RealisticInfo | undefined;
+      if (kind === 'realistic') ({ corpus, info } = buildRealisticCorpus(target, config.tokens, config.workDir));
+      else corpus = buildCorpus(root, target, config.tokens);
+      const stats = corpusStats(corpus, loaded, info);
+      runs.push({ kind, target, label: `${kind} ${target.name}`, corpus, loaded, stats });
+      const built = info ? (info.cached ? `; distinct rollouts from the cache in ${config.workDir}` : `; distinct rollouts built with runSearchR1 in ${fmt(info.buildMs / 1e3, 1)} s`) : '';
+      log(`[${kind} ${target.name}] ${corpus.samples.length} distinct → ${corpus.rollouts} rollouts, ${corpus.tokens} tokens (${fmt(corpus.tokens / corpus.rollouts, 0)}/rollout); ready in ${fmt(now() - t0, 0)} ms${built}`);
+    }
+  }
+  results.corpora = Object.fromEntries(kinds.map((kind) => [kind, Object.fromEntries(runs.filter((r) => r.kind === kind).map((r) => [r.target.name, r.stats]))]));
+  const labels = runs.map((r) => r.label);
+  const pct = (x: number) => `${fmt(100 * x)}%`;
+  log('\nCorpora:');
+  const realisticRows = (pick: (info: RealisticInfo) => string): string[] => runs.map((r) => (r.stats.realistic ? pick(r.stats.realistic) : '-'));
+  log(table(['', ...labels], [
+    ['distinct rollouts', ...runs.map((r) => String(r.stats.distinctRollouts))],
+    ['rollouts tiled', ...runs.map((r) => String(r.stats.rollouts))],
+    ['tokens per rollout', ...runs.map((r) => fmt(r.stats.tokensPerRollout))],
+    ['action tokens (mask 1)', ...runs.map((r) => pct(r.stats.actionShare))],
+    ['tokens holding a "<" byte', ...runs.map((r) => pct(r.stats.ltShare))],
+    ['rollouts stating prompt_length', ...runs.map((r) => pct(r.stats.promptLengthStated))],
+    ['prompt tokens (min–max)', ...realisticRows((x) => `${x.promptTokens.min}–${x.promptTokens.max}`)],
+    ['observation / response tokens', ...realisticRows((x) => pct(x.observationShareOfResponse))],
+    ['rollouts with 0/1/2/3 searches', ...realisticRows((x) => x.searches.join('/'))],
+    ['odd documents (<, >, CJK, emoji)', ...realisticRows((x) => `${x.oddDocuments}/${x.documents}`)],
+  ]));
+
+  // A: typed ids only, every corpus.
+  const inMemory = new Map<Run, InMemory>();
+  for (const run of runs) {
+    log(`\n[${run.label}] in memory, ${roundsOf(run.kind)} rounds …`);
+    const result = await inMemoryTyped(run);
+    inMemory.set(run, result);
+    const s = result.sanity;
+    log(`  sanity: maskBatch ${s.batchBadTokens} bad tokens in ${s.batchBadRollouts} rollouts (${s.batchBadDistinct} of ${run.stats.distinctRollouts} distinct); mask() ${s.maskBadTokens} bad tokens${s.optionLines ? `; option lines ${s.optionLines - s.optionLinesBad}/${s.optionLines} agree` : ''}; naive agrees on ${(100 * s.naiveAgreement).toFixed(2)}% of tokens`);
   }
   // B: number[] ids (after every typed measurement).
-  for (const target of targets) await inMemoryArrays(corpora[target.name], tokenizers[target.name], inMemory[target.name]);
+  for (const run of runs) await inMemoryArrays(run, inMemory.get(run)!);
 
-  log('\nIn memory (one core), M tokens/s: median wall (the headline), median CPU time, fastest run:');
-  const names = inMemory[targets[0].name].timings.map((t) => t.name);
-  log(table(['', ...targets.flatMap((t) => [`${t.name} wall`, 'cpu', 'best', 'ms'])], names.map((name, i) => [
-    name,
-    ...targets.flatMap((t) => {
-      const x = inMemory[t.name].timings[i];
-      return [fmt(x.mtoks), fmt(x.cpuMtoks), fmt(x.bestMtoks), fmt(x.medianMs)];
-    }),
-  ])));
+  const im = (run: Run) => inMemory.get(run)!;
+  log('\nIn memory (one core), M tokens/s at the median wall time:');
+  const names = im(runs[0]).timings.map((t) => t.name);
+  log(table(['', ...labels], names.map((name, i) => [name, ...runs.map((r) => fmt(im(r).timings[i].mtoks))])));
+  for (const kind of kinds) {
+    const group = runs.filter((r) => r.kind === kind);
+    log(`\n${kind}: median wall (the headline), median CPU time, fastest run; ${roundsOf(kind)} rounds (${sideRoundsOf(kind)} for the mask() and polymorphic rows):`);
+    log(table(['', ...group.flatMap((r) => [`${r.target.name} wall`, 'cpu', 'best', 'ms'])], names.map((name, i) => [
+      name,
+      ...group.flatMap((r) => {
+        const x = im(r).timings[i];
+        return [fmt(x.mtoks), fmt(x.cpuMtoks), fmt(x.bestMtoks), fmt(x.medianMs)];
+      }),
+    ])));
+  }
   log('\nRatios (higher is better for tagmask):');
-  log(table(['', ...targets.map((t) => t.name)], [
-    ['maskBatch / floor (wall)', ...targets.map((t) => fmt(inMemory[t.name].ratios.batchOverFloor, 3))],
-    ['maskBatch / floor (cpu)', ...targets.map((t) => fmt(inMemory[t.name].ratios.batchOverFloorCpu, 3))],
-    [`target as a floor ratio (200 / ${FEASIBILITY_FLOOR} Mtok/s)`, ...targets.map(() => fmt(200 / FEASIBILITY_FLOOR, 3))],
-    ['maskBatch / naive', ...targets.map((t) => `${fmt(inMemory[t.name].ratios.batchOverNaive, 2)}×`)],
-    ['mask() typed / maskBatch', ...targets.map((t) => fmt(inMemory[t.name].ratios.maskTypedOverBatch, 3))],
-    ['mask() number[] / maskBatch', ...targets.map((t) => fmt(inMemory[t.name].ratios.maskArrayOverBatch ?? NaN, 3))],
-    ['maskBatch polymorphic / monomorphic', ...targets.map((t) => fmt(inMemory[t.name].ratios.batchAfterPolymorphicOverBatch ?? NaN, 3))],
-    ['target 200 Mtok/s met (wall)', ...targets.map((t) => (inMemory[t.name].timings[1].mtoks >= 200 ? 'yes' : `no (${fmt(inMemory[t.name].timings[1].mtoks / 200, 2)} of it)`))],
+  log(table(['', ...labels], [
+    ['maskBatch / floor (wall)', ...runs.map((r) => fmt(im(r).ratios.batchOverFloor, 3))],
+    ['maskBatch / floor (cpu)', ...runs.map((r) => fmt(im(r).ratios.batchOverFloorCpu, 3))],
+    [`target as a floor ratio (200 / ${FEASIBILITY_FLOOR} Mtok/s)`, ...runs.map(() => fmt(200 / FEASIBILITY_FLOOR, 3))],
+    ['maskBatch / naive', ...runs.map((r) => `${fmt(im(r).ratios.batchOverNaive, 2)}×`)],
+    ['mask() typed / maskBatch', ...runs.map((r) => fmt(im(r).ratios.maskTypedOverBatch, 3))],
+    ['mask() number[] / maskBatch', ...runs.map((r) => fmt(im(r).ratios.maskArrayOverBatch ?? NaN, 3))],
+    ['maskBatch polymorphic / monomorphic', ...runs.map((r) => fmt(im(r).ratios.batchAfterPolymorphicOverBatch ?? NaN, 3))],
+    ['target 200 Mtok/s met (wall)', ...runs.map((r) => yesNo(im(r).timings[1].mtoks, 200))],
   ]));
-  results.inMemory = inMemory;
+  results.inMemory = Object.fromEntries(kinds.map((kind) => [kind, Object.fromEntries(runs.filter((r) => r.kind === kind).map((r) => [r.target.name, im(r)]))]));
 
+  const cli = new Map<Run, CliResult>();
   if (config.cli) {
-    const cli: Record<string, CliResult> = {};
-    for (const target of targets) {
-      log(`\n[${target.name}] CLI: writing ${config.workDir}/${target.name}.jsonl and running ${config.cliRounds} interleaved rounds …`);
-      cli[target.name] = await cliBench(target, corpora[target.name]);
-      const c = cli[target.name];
+    for (const run of runs) {
+      log(`\n[${run.label}] CLI: writing ${inputFile(run)} and running ${cliRoundsOf(run.kind)} interleaved rounds …`);
+      const c = await cliBench(run);
+      cli.set(run, c);
       log(`  ${c.inputMB} MB in, ${c.outputMB} MB out; output check: ${c.outputCheck.badTokens} bad tokens in ${c.outputCheck.badRollouts} of ${c.outputCheck.lines} lines, ${c.outputCheck.errors} errors`);
       log(`  CLI says: ${c.summary}`);
     }
-    log('\nCLI end to end (child processes, wall clock incl. startup), median:');
-    const kinds = Object.keys(cli[targets[0].name].runs);
-    log(table(['', ...targets.flatMap((t) => [`${t.name} ms`, 'Mtok/s', 'RSS MB', 'CPU s'])], kinds.map((kind) => [
-      kind,
-      ...targets.flatMap((t) => { const r = cli[t.name].runs[kind]; return [String(r.wallMs), fmt(r.mtoks, 2), String(r.maxRssMB ?? '-'), fmt(r.cpuS ?? NaN, 2)]; }),
-    ])));
-    log(table(['', ...targets.map((t) => t.name)], [
-      ['CLI startup (1-line input), ms', ...targets.map((t) => String(cli[t.name].startupMs))],
-      ['CLI steady state (wall − startup), Mtok/s', ...targets.map((t) => fmt(cli[t.name].steadyMtoks, 2))],
-      ['CLI speed / read floor', ...targets.map((t) => fmt(cli[t.name].ratios.cliOverReadFloor, 3))],
-      ['CLI speed / parse floor', ...targets.map((t) => fmt(cli[t.name].ratios.cliOverParseFloor, 3))],
-      ['CLI speed / parse+write floor', ...targets.map((t) => fmt(cli[t.name].ratios.cliOverWriteFloor, 3))],
-      ['target 20 Mtok/s met', ...targets.map((t) => (cli[t.name].runs['tagmask mask (CLI)'].mtoks >= 20 ? 'yes' : `no (${fmt(cli[t.name].runs['tagmask mask (CLI)'].mtoks / 20, 2)} of it)`))],
+    const cl = (run: Run) => cli.get(run)!;
+    const cliKinds = Object.keys(cl(runs[0]).runs);
+    log('\nCLI end to end (child processes, wall clock incl. startup), M tokens/s at the median:');
+    log(table(['', ...labels], cliKinds.map((k) => [k, ...runs.map((r) => fmt(cl(r).runs[k].mtoks, 2))])));
+    for (const kind of kinds) {
+      const group = runs.filter((r) => r.kind === kind);
+      log(`\n${kind}: median of ${cliRoundsOf(kind)} rounds:`);
+      log(table(['', ...group.flatMap((r) => [`${r.target.name} ms`, 'Mtok/s', 'RSS MB', 'CPU s'])], cliKinds.map((k) => [
+        k,
+        ...group.flatMap((r) => { const x = cl(r).runs[k]; return [String(x.wallMs), fmt(x.mtoks, 2), String(x.maxRssMB ?? '-'), fmt(x.cpuS ?? NaN, 2)]; }),
+      ])));
+    }
+    log('');
+    log(table(['', ...labels], [
+      ['CLI startup (1-line input), ms', ...runs.map((r) => String(cl(r).startupMs))],
+      ['CLI steady state (wall − startup), Mtok/s', ...runs.map((r) => fmt(cl(r).steadyMtoks, 2))],
+      ['CLI speed / read floor', ...runs.map((r) => fmt(cl(r).ratios.cliOverReadFloor, 3))],
+      ['CLI speed / parse floor', ...runs.map((r) => fmt(cl(r).ratios.cliOverParseFloor, 3))],
+      ['CLI speed / parse+write floor', ...runs.map((r) => fmt(cl(r).ratios.cliOverWriteFloor, 3))],
+      ['target 20 Mtok/s met', ...runs.map((r) => yesNo(cl(r).runs['tagmask mask (CLI)'].mtoks, 20))],
     ]));
-    results.cli = cli;
+    results.cli = Object.fromEntries(kinds.map((kind) => [kind, Object.fromEntries(runs.filter((r) => r.kind === kind).map((r) => [r.target.name, cl(r)]))]));
 
     if (config.stages) {
+      const headlineRuns = runs.filter((r) => r.kind === kinds[0]);
       const stages: Record<string, unknown> = {};
-      for (const target of targets) stages[target.name] = stagesBench(target);
-      log('\nCLI stages in one process (bench/stages.ts), wall ms: cold = first pass in a fresh process (what the CLI pays), warm = best later pass:');
+      for (const run of headlineRuns) stages[run.target.name] = stagesBench(run);
+      log(`\nCLI stages in one process (bench/stages.ts, ${kinds[0]} corpus), wall ms: cold = first pass in a fresh process (what the CLI pays), warm = best later pass:`);
       type St = { stageMs: Record<string, number>; coldStageMs: Record<string, number>; coldLoopMs: number; loopMs: number; jsonParseMs: number; runRolloutsMs: number; openMs: number };
-      const first = stages[targets[0].name] as St;
+      const first = stages[headlineRuns[0].target.name] as St;
       const stageNames = Object.keys(first.stageMs);
       const cell = (x: number, total: number) => [fmt(x, 0), `${fmt((100 * x) / total)}%`];
-      log(table(['stage', ...targets.flatMap((t) => [`${t.name} cold`, 'share', 'warm', 'share'])], [
-        ...stageNames.map((stage) => [stage, ...targets.flatMap((t) => {
-          const x = stages[t.name] as St;
-          return [...cell(x.coldStageMs[stage], x.coldLoopMs), ...cell(x.stageMs[stage], x.loopMs)];
-        })]),
-        ['= loop', ...targets.flatMap((t) => { const x = stages[t.name] as St; return [fmt(x.coldLoopMs, 0), '', fmt(x.loopMs, 0), '']; })],
-        ['  of parse: JSON.parse alone', ...targets.flatMap((t) => { const x = stages[t.name] as St; return ['', '', fmt(x.jsonParseMs, 0), '']; })],
-        ['runRollouts itself', ...targets.flatMap((t) => { const x = stages[t.name] as St; return ['', '', fmt(x.runRolloutsMs, 0), '']; })],
-        ['MaskerPool.open (warm cache)', ...targets.flatMap((t) => { const x = stages[t.name] as St; return [fmt(x.openMs, 0), '', '', '']; })],
+      const st = (r: Run) => stages[r.target.name] as St;
+      log(table(['stage', ...headlineRuns.flatMap((r) => [`${r.target.name} cold`, 'share', 'warm', 'share'])], [
+        ...stageNames.map((stage) => [stage, ...headlineRuns.flatMap((r) => [...cell(st(r).coldStageMs[stage], st(r).coldLoopMs), ...cell(st(r).stageMs[stage], st(r).loopMs)])]),
+        ['= loop', ...headlineRuns.flatMap((r) => [fmt(st(r).coldLoopMs, 0), '', fmt(st(r).loopMs, 0), ''])],
+        ['  of parse: JSON.parse alone', ...headlineRuns.flatMap((r) => ['', '', fmt(st(r).jsonParseMs, 0), ''])],
+        ['runRollouts itself', ...headlineRuns.flatMap((r) => ['', '', fmt(st(r).runRolloutsMs, 0), ''])],
+        ['MaskerPool.open (warm cache)', ...headlineRuns.flatMap((r) => [fmt(st(r).openMs, 0), '', '', ''])],
       ]));
-      results.stages = stages;
+      results.stages = { corpus: kinds[0], ...stages };
     }
   }
 
+  // Headline: the first corpus (realistic unless --corpus says otherwise).
+  const headline = runs.filter((r) => r.kind === kinds[0]);
+  results.headline = {
+    corpus: kinds[0],
+    ...Object.fromEntries(headline.map((r) => [r.target.name, {
+      maskBatchMtoks: im(r).timings[1].mtoks,
+      floorMtoks: im(r).timings[0].mtoks,
+      maskBatchOverFloor: im(r).ratios.batchOverFloor,
+      maskBatchOverNaive: im(r).ratios.batchOverNaive,
+      maskPerRolloutMtoks: im(r).timings[3].mtoks,
+      ...(cli.has(r) ? { cliMtoks: cli.get(r)!.runs['tagmask mask (CLI)'].mtoks, cliOverParseFloor: cli.get(r)!.ratios.cliOverParseFloor } : {}),
+    }])),
+  };
+  log(`\nHeadline (${kinds[0]} corpus):`);
+  for (const r of headline) {
+    const x = im(r);
+    const c = cli.get(r);
+    log(`  ${r.target.name}: maskBatch ${fmt(x.timings[1].mtoks)} Mtok/s = ${fmt(x.ratios.batchOverFloor, 3)} of the floor (${fmt(x.timings[0].mtoks)}; target ratio ${fmt(200 / FEASIBILITY_FLOOR, 3)}), ${fmt(x.ratios.batchOverNaive, 2)}× naive; mask() ${fmt(x.timings[3].mtoks)} Mtok/s${c ? `; CLI ${fmt(c.runs['tagmask mask (CLI)'].mtoks, 2)} Mtok/s = ${fmt(c.ratios.cliOverParseFloor, 3)} of the parse floor` : ''}`);
+  }
+
   (results.machine as Record<string, unknown>).loadavgAtEnd = loadavg();
+  (results.machine as Record<string, unknown>).benchSeconds = +((now() - t00) / 1e3).toFixed(0);
   writeFileSync(config.out, `${JSON.stringify(results, null, 2)}\n`);
-  log(`\nload average at end: ${loadavg()} (on ${facts.cores} cores; above that, other processes competed for the CPU and wall-clock figures are pessimistic)`);
+  log(`\nload average at end: ${loadavg()} (on ${facts.cores} cores; above that, other processes competed for the CPU and wall-clock figures are pessimistic); ${fmt((now() - t00) / 1e3, 0)} s in all`);
   log(`wrote ${config.out}`);
+
+  // Sanity is required, not informative: any mask that differs from the constructed one fails the run.
+  const failures = runs.flatMap((r) => {
+    const s = im(r).sanity;
+    const c = cli.get(r)?.outputCheck;
+    const bad = s.batchBadTokens + s.maskBadTokens + s.optionLinesBad + (c ? c.badTokens + c.errors : 0);
+    return bad ? [`${r.label}: maskBatch ${s.batchBadTokens}, mask() ${s.maskBadTokens}, option lines ${s.optionLinesBad}${c ? `, CLI ${c.badTokens} bad tokens / ${c.errors} errors` : ''}`] : [];
+  });
+  if (failures.length) {
+    log(`\nSANITY FAILED (masks differ from the constructed ones; the timings above are not comparable):\n  ${failures.join('\n  ')}`);
+    process.exitCode = 1;
+  }
 }
 
 await main();

@@ -24,6 +24,8 @@ export interface Bound {
    * stops on them and reports them, which is how every id gets checked without a pass of its own.
    */
   skip: Uint8Array[];
+  /** Per automaton: what a whole token does from a state (next state, or ~(literal << 12 | end offset)). */
+  memo: Memo[];
   /** The token is one of the grammar's padding tokens (a run of them ends the stream). */
   isPadding: Uint8Array;
   /** Per reply: its token budget, 0 for none. */
@@ -84,10 +86,22 @@ export function bind(grammar: CompiledGrammar, table: ByteTable, overrides: Opti
   const stateMask = Int8Array.from(grammar.states, (state) => (state.role === undefined ? -1 : maskOf[state.role]));
   const on = (option: string | undefined) => option === undefined || options[option] === 1;
   return {
-    grammar, table, options, skip, isPadding, budgets, stateMask, straddleMask: options.straddle ?? 0,
+    grammar, table, options, skip, memo: grammar.dfas.map(newMemo), isPadding, budgets, stateMask, straddleMask: options.straddle ?? 0,
     promptOptionalOn: on(grammar.grammar.prompt.optional_when),
     replyOptionalOn: grammar.replies.map((reply) => on(reply.optionalWhen)),
   };
+}
+
+const MEMO_BITS = 12;
+/** A memoised end offset takes 12 bits; longer pieces are stepped byte by byte. */
+const MEMO_MAX_PIECE = 1 << 12;
+const MEMO_SHIFT = 32 - MEMO_BITS;
+
+interface Memo { memoState: Int32Array; memoId: Int32Array; memoResult: Int32Array }
+
+function newMemo(): Memo {
+  const size = 1 << MEMO_BITS;
+  return { memoState: new Int32Array(size).fill(-1), memoId: new Int32Array(size), memoResult: new Int32Array(size) };
 }
 
 /** Where each state begins: parallel arrays, reused between rollouts. */
@@ -187,6 +201,7 @@ function runDfa(bound: Bound, d: number, ids: ArrayLike<number>, limit: number, 
   const { pieces, offsets, flags, size } = bound.table;
   const step = bound.grammar.dfas[d].step;
   const skip = bound.skip[d];
+  const { memoState, memoId, memoResult } = bound.memo[d];
   let state = 0;
   let t = token;
   let o = offset;
@@ -196,8 +211,33 @@ function runDfa(bound: Bound, d: number, ids: ArrayLike<number>, limit: number, 
       if (t === limit) break;
     }
     const id = ids[t];
-    if (o === 0 && !(id < size && (flags[id] & KNOWN))) throw unknownToken(bound.table, t, id);
     const base = offsets[id];
+    if (o === 0 && !(id < size && (flags[id] & KNOWN))) throw unknownToken(bound.table, t, id);
+    if (o === 0 && offsets[id + 1] - base < MEMO_MAX_PIECE) {
+      // The same token from the same state always ends the same way (the prompt repeats across rollouts,
+      // tags and words recur): remember it instead of stepping its bytes again.
+      const slot = (Math.imul(state ^ (id << 7), 0x9e3779b1) >>> MEMO_SHIFT);
+      let result: number;
+      if (memoState[slot] === state && memoId[slot] === id) result = memoResult[slot];
+      else {
+        result = state;
+        for (let p = base, end = offsets[id + 1]; p < end; p++) {
+          result = step[(result << 8) | pieces[p]];
+          if (result < 0) { result = ~(((~result) << 12) | (p - base + 1)); break; }
+        }
+        memoState[slot] = state;
+        memoId[slot] = id;
+        memoResult[slot] = result;
+      }
+      if (result < 0) {
+        atToken = t;
+        atOffset = ~result & 0xfff;
+        return (~result) >>> 12;
+      }
+      state = result;
+      t++;
+      continue;
+    }
     for (let p = base + o, end = offsets[id + 1]; p < end; p++) {
       state = step[(state << 8) | pieces[p]];
       if (state < 0) {
