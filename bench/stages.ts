@@ -4,11 +4,10 @@
  *     npx tsx bench/stages.ts IN.jsonl TOKENIZER [--reps 3]     → one JSON line on stdout
  *
  * It runs the same loop as `runRollouts` (src/commands/mask.ts) with the same modules, and charges the wall
- * time between laps to the stage that ran: read (readJsonl: chunked read, newline split, utf8 decode),
- * parse (readRolloutLine: JSON.parse + field checks), mask (Masker.mask: scan, mask, spans, diagnostics),
- * record (the summary's per-token action count), serialize (writeMask + JSON.stringify of spans and
- * diagnostics into the JsonlWriter buffer), write (JsonlWriter flushes, fsync, rename; timed by wrapping
- * its flush/close methods). A second pass times JSON.parse alone, and a third the real `runRollouts`.
+ * time between laps to the stage that ran: read (readJsonl: chunked read into one buffer, newline split),
+ * parse (readRolloutBytes: ids read from bytes, the rest through JSON.parse), mask (Masker.mask: scan,
+ * mask, spans, diagnostics), record (the summary's action count), serialize (writeMaskLine into the
+ * JsonlWriter buffer), write (JsonlWriter flushes and rename; timed by wrapping its flush/close methods). A second pass times JSON.parse alone, and a third the real `runRollouts`.
  * Two figures per stage: `cold`, the first pass in the process (what the CLI pays: fresh memory is
  * page-faulted in, code is still being optimized), and `warm`, the minimum over the next `--reps` passes
  * (memory and code reused; on a shared machine the minimum is the least disturbed run).
@@ -16,9 +15,9 @@
  * Run in its own process on purpose: it feeds the masker number[] ids, and the in-memory benchmark must
  * not see those shapes (V8 would make the shared scanner polymorphic).
  */
-import { MaskerPool, runRollouts } from '../src/commands/mask.ts';
+import { MaskerPool, runRollouts, writeMaskLine } from '../src/commands/mask.ts';
 import { JsonlWriter, readJsonl } from '../src/io/jsonl.ts';
-import { readRolloutLine } from '../src/io/rollout.ts';
+import { readRolloutBytes } from '../src/io/rollout.ts';
 import { now } from './timing.ts';
 
 const STAGES = ['read', 'parse', 'mask', 'record', 'serialize', 'write'] as const;
@@ -54,18 +53,16 @@ async function lapPass(pool: MaskerPool, input: string, output: string): Promise
     stages[stage] += t - mark;
     mark = t;
   };
-  for await (const line of readJsonl(input)) {
+  for (const line of readJsonl(input)) {
     lap('read');
-    const rollout = readRolloutLine(line.text);
+    const rollout = readRolloutBytes(line.bytes);
     lap('parse');
     const result = pool.get(rollout.options).mask(rollout.tokens, { promptLength: rollout.promptLength });
     lap('mask');
     tokens += result.mask.length;
-    for (let i = 0; i < result.mask.length; i++) action += result.mask[i];
+    for (const span of result.spans) if (span.role === 'action') action += span.end - span.start;
     lap('record');
-    writer.write(`{"id":${JSON.stringify(rollout.id ?? null)},"mask":`);
-    writer.writeMask(result.mask);
-    writer.write(`,"spans":${JSON.stringify(result.spans)},"diagnostics":${JSON.stringify(result.diagnostics)}}\n`);
+    writeMaskLine(writer, rollout.id, result);
     lap('serialize');
   }
   writer.close();
@@ -83,7 +80,7 @@ async function jsonParsePass(input: string): Promise<{ readMs: number; parseMs: 
   let parseMs = 0;
   let mark = now();
   let sink = 0;
-  for await (const line of readJsonl(input)) {
+  for (const line of readJsonl(input)) {
     const t1 = now();
     readMs += t1 - mark;
     sink += (JSON.parse(line.text) as { tokens: number[] }).tokens.length;

@@ -108,7 +108,7 @@ export function idOf(text: string): unknown {
 const tagJson = new Map<string, string>();
 
 /** The output line, written piece by piece: the same JSON as JSON.stringify, without building the object twice. */
-function writeMaskLine(writer: JsonlWriter, id: unknown, result: MaskResult) {
+export function writeMaskLine(writer: JsonlWriter, id: unknown, result: MaskResult) {
   writer.write(`{"id":${JSON.stringify(id ?? null)},"mask":`);
   writer.writeMask(result.mask);
   let spans = '';
