@@ -10,7 +10,7 @@ import { needsAttributes, prepareAttributeReader } from './attributes.ts';
 import type { CompiledGrammar } from './grammar/compile.ts';
 import { bind, scanRollout, Segments, type Bound, type OptionValues } from './scan.ts';
 import { buildSpans, fillMask, type Span } from './spans.ts';
-import { SEVERITY, type Diagnostic } from './diagnostics.ts';
+import { RolloutError, SEVERITY, type Diagnostic } from './diagnostics.ts';
 import { loadTokenizer, type LoadedTokenizer } from './tokenizer/load.ts';
 import type { ByteTable } from './tokenizer/table.ts';
 
@@ -65,19 +65,27 @@ export class Masker {
 
   /**
    * The hot path: mask many rollouts stored back to back (`ids[starts[r] .. starts[r + 1]]`) into one
-   * mask array, without spans or messages. Returns how many diagnostics were raised.
+   * mask array, without spans or messages. Returns how many diagnostics were raised. A rollout that
+   * cannot be masked throws a RolloutError naming the rollout and the token index within it.
    */
   maskBatch(ids: Uint32Array, starts: Uint32Array, promptLengths: Int32Array | undefined, mask: Uint8Array): number {
     const segments = this.segments;
     segments.messages = false;
     let raised = 0;
-    for (let r = 0; r + 1 < starts.length; r++) {
-      const rollout = ids.subarray(starts[r], starts[r + 1]);
-      scanRollout(this.bound, rollout, promptLengths ? promptLengths[r] : -1, segments);
-      fillMask(this.bound, rollout, segments, mask, starts[r]);
-      raised += segments.diagnostics.length;
+    let r = 0;
+    try {
+      for (; r + 1 < starts.length; r++) {
+        const rollout = ids.subarray(starts[r], starts[r + 1]);
+        scanRollout(this.bound, rollout, promptLengths ? promptLengths[r] : -1, segments);
+        fillMask(this.bound, rollout, segments, mask, starts[r]);
+        raised += segments.diagnostics.length;
+      }
+    } catch (error) {
+      if (error instanceof RolloutError) throw new RolloutError(`rollout ${r}: ${error.message}`, error.token);
+      throw error;
+    } finally {
+      segments.messages = true;
     }
-    segments.messages = true;
     return raised;
   }
 }

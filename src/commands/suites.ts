@@ -10,7 +10,7 @@
  * `tagmask conformance` proves each suite; `tagmask samples` (npm start) masks them and summarises.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { BUNDLED_SAMPLES } from '../paths.ts';
 import { checkTrajectory, compareMasks, type TrajectoryVerdict, type Disagreement } from '../conformance.ts';
 import { loadGrammar } from '../grammar/load.ts';
@@ -192,4 +192,3 @@ export async function maskSamples(paths: string[], outDir: string, log: (line: s
   return passed;
 }
 
-export const suiteDirOf = (file: string) => dirname(file);
