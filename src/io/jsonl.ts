@@ -128,7 +128,11 @@ export class JsonlWriter {
       const value = mask[i];
       let end = i + 1;
       while (end < n && mask[end] === value) end++;
-      for (let count = end - i; count > 0; count -= RUN) {
+      if (end - i <= 16) {
+        // A short run: stores are cheaper than a copy call.
+        const digit = 0x30 + value;
+        for (let k = i; k < end; k++) { buffer[at++] = 0x2c; buffer[at++] = digit; }
+      } else for (let count = end - i; count > 0; count -= RUN) {
         const take = count < RUN ? count : RUN;
         RUNS[value].copy(buffer, at, 0, take * 2);
         at += take * 2;
