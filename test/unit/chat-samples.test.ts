@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { readJsonl, runs, type TrajectoryLine } from './sample-files.ts';
 import {
   CHAT_TARGETS,
   END_OF_TURN,
@@ -32,27 +33,8 @@ interface RolloutLine {
   prompt_length?: number;
   expected_attrs?: { tag: string; name: string }[];
 }
-interface TrajectoryLine {
-  id: string;
-  transitions: { ob: number[]; ac: { tokens: number[]; logprobs: number[] }; reward: number; episode_done: boolean }[];
-  advantage: number;
-}
 
-const readJsonl = <T>(file: string): T[] =>
-  readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((line) => line.trim())
-    .map((line) => JSON.parse(line) as T);
 
-/** Maximal runs of equal mask values: [start, end) with their value. */
-function runs(mask: number[]): { start: number; end: number; value: number }[] {
-  const out: { start: number; end: number; value: number }[] = [];
-  mask.forEach((v, i) => {
-    if (out.length && out[out.length - 1].value === v) out[out.length - 1].end = i + 1;
-    else out.push({ start: i, end: i + 1, value: v });
-  });
-  return out;
-}
 
 const startsWith = (seq: number[], prefix: number[]) => prefix.length <= seq.length && prefix.every((id, i) => seq[i] === id);
 const textOf = (b: BuiltCase) => b.segments.map((s) => s.text).join('');

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { readJsonl, runs, type TrajectoryLine } from './sample-files.ts';
 import {
   INVALID_ACTION_MESSAGE,
   SAMPLES_DIR,
@@ -25,31 +26,10 @@ interface RolloutLine {
   options?: { max_obs_tokens: number };
 }
 type RetokenizedLine = Omit<RolloutLine, 'mask'>;
-interface TrajectoryLine {
-  id: string;
-  note?: string;
-  split_at?: number;
-  transitions: { ob: number[]; ac: { tokens: number[]; logprobs: number[] }; reward: number; episode_done: boolean }[];
-  advantage: number;
-}
 
 const FACTS = 'abcdefghijk'.split('');
 
-const readJsonl = <T>(file: string): T[] =>
-  readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((line) => line.trim())
-    .map((line) => JSON.parse(line) as T);
 
-/** Maximal runs of equal mask values: [start, end) with their value. */
-function runs(mask: number[]): { start: number; end: number; value: number }[] {
-  const out: { start: number; end: number; value: number }[] = [];
-  mask.forEach((v, i) => {
-    if (out.length && out[out.length - 1].value === v) out[out.length - 1].end = i + 1;
-    else out.push({ start: i, end: i + 1, value: v });
-  });
-  return out;
-}
 
 const startsWith = (seq: number[], prefix: number[]) => prefix.every((id, i) => seq[i] === id);
 
