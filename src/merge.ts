@@ -31,9 +31,9 @@
  * - logprobs whose length differs from the action's token count are rejected
  *   per transition. tinker only asserts that the datum's totals agree, so
  *   mismatches that cancel out would go unnoticed and misalign silently.
- * - Values are kept as given. tinker stores logprobs/advantages/mask in
- *   float32 tensors, so e.g. -0.3 comes back as -0.30000001192092896 there;
- *   mask (0/1) and advantage 0 are unaffected.
+ * - Like tinker, logprobs and advantages are float32 (its datums hold float32
+ *   tensors): -0.3 comes out as -0.30000001192092896, exactly the double
+ *   tinker's `.tolist()` gives, so the two can be compared field by field.
  */
 
 /** Metric key tinker's environments set to 1.0 on a masked parse-error turn (rl/types.py). */
@@ -145,8 +145,8 @@ export function trajectoryToData(
     data.push({
       tokens: sequence.slice(0, -1),
       target_tokens: sequence.slice(1),
-      logprobs: logprobs.slice(1),
-      advantages: advantages.slice(1),
+      logprobs: logprobs.slice(1).map(Math.fround),
+      advantages: advantages.slice(1).map(Math.fround),
       mask: mask.slice(1),
       firstObservationLength,
       transitionStart,
