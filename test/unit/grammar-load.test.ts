@@ -5,7 +5,7 @@
  * Every line:column below was counted by hand from the fixture text (1-based; the fixtures are written
  * line by line so the columns can be read off the source). Nothing is copied from the code's output.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -346,5 +346,18 @@ describe('bundled grammars', () => {
 
   it('an unknown grammar name is an error, not a crash elsewhere', () => {
     expect(() => loadGrammar('no-such-grammar-anywhere')).toThrow(/grammar not found/);
+  });
+});
+
+describe('the README stays true', () => {
+  it('the worked grammar example in the README checks with no error', () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const example = /```json\n(\{\n {2}"name": "my-agent"[\s\S]*?)\n```/.exec(readme);
+    expect(example).not.toBeNull();
+    const file = join(mkdtempSync(join(tmpdir(), 'tagmask-readme-')), 'my-agent.json');
+    writeFileSync(file, example![1]);
+    const checked = checkGrammarFile(file);
+    expect(checked.issues.filter((issue) => issue.severity === 'error')).toEqual([]);
+    expect(checked.compiled?.grammar.name).toBe('my-agent');
   });
 });
