@@ -18,6 +18,8 @@ export type DiagnosticCode =
   | 'text-after-end'
   /** The stream ended inside an environment reply that never closed. */
   | 'unclosed-reply'
+  /** A reply holds the opening of another: the one before it was cut (no close) and swallowed a model turn. */
+  | 'reply-in-reply'
   /** A reply was ended by its token budget (max_tokens), not by its closing text. */
   | 'reply-truncated'
   /** The prompt end was not found and no prompt_length was given: everything is prompt. */
@@ -32,6 +34,7 @@ export const SEVERITY: Record<DiagnosticCode, Severity> = {
   'missing-reply': 'warning',
   'text-after-end': 'warning',
   'unclosed-reply': 'error',
+  'reply-in-reply': 'error',
   'reply-truncated': 'info',
   'no-prompt-end': 'error',
   'no-action': 'warning',

