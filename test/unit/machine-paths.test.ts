@@ -55,6 +55,8 @@ function segmentsOf(grammar: CompiledGrammar, eventType: string, state: { reply?
       return [{ text: reply.close!, role: 0 }];
     }
     case 'CONTINUE': return [{ text: ' zz text after the handover ', role: 1 }];
+    // The reply's own opening again, inside the reply: still the environment's text.
+    case 'REOPEN': return [{ text: `${spec.replies[state.reply!].open!} more reply `, role: 0 }];
     case 'END': return [];
     default: throw new Error(`no text for event ${eventType}`);
   }
