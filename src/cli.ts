@@ -4,12 +4,10 @@
  * Exit codes: 0 all good; 1 some rollout failed or disagreed; 2 usage or set-up error.
  */
 import { parseArgs, flag, requiredFlag, optionSets, UsageError } from './commands/args.ts';
-import { MaskerPool, runRollouts, formatSummary, idOf } from './commands/mask.ts';
+import { MaskerPool, runRollouts, formatSummary } from './commands/mask.ts';
+import { runMerge } from './commands/merge.ts';
 import { findSuites, formatSuite, maskSamples, proveSuite, suitePassed } from './commands/suites.ts';
 import { checkGrammarFile, formatIssue, GrammarError, resolveGrammarPath } from './grammar/load.ts';
-import { JsonlWriter, readJsonl } from './io/jsonl.ts';
-import { auditExtension, datumToJson, parseTrajectoryLine, trajectoryToData } from './merge.ts';
-import { textOf } from './tokenizer/table.ts';
 import { lintLiterals } from './grammar/lint.ts';
 import { loadTokenizer } from './tokenizer/load.ts';
 
@@ -43,37 +41,9 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'merge': {
       const args = parseArgs(rest, ['-o', '--output', '--tokenizer']);
-      const input = args.positionals[0] ?? '-';
-      const tokenizerSpec = flag(args, '--tokenizer');
-      const table = tokenizerSpec ? (await loadTokenizer(tokenizerSpec)).table : undefined;
-      const show = (ids: number[]) => (table ? JSON.stringify(textOf(table, ids.filter((id) => id < table.size))) : `[${ids.join(',')}]`);
-      const writer = new JsonlWriter(flag(args, '-o') ?? flag(args, '--output'));
-      let failed = 0;
-      try {
-        for (const line of readJsonl(input)) {
-          const where = `${input === '-' ? '<stdin>' : input}:${line.number}`;
-          try {
-            const { id, trajectory, advantage } = parseTrajectoryLine(JSON.parse(line.text), where);
-            const data = trajectoryToData(trajectory, advantage);
-            data.forEach((datum, index) => writer.write(`${JSON.stringify(datumToJson(id, index, datum))}\n`));
-            // The extension audit: where the observations stop extending, and what that costs.
-            const audit = auditExtension(trajectory);
-            for (const split of audit.splits) {
-              log(`${where}: split: trajectory ${JSON.stringify(id)} starts a new datum at transition ${split.transition}: at token ${split.position} the sequence so far has ${show(split.expected)}, the new observation ${show(split.actual)}; ${audit.cost.trainedTokens} tokens trained as ${data.length} datums instead of ${audit.cost.mergedTokens} merged`);
-            }
-          } catch (error) {
-            failed++;
-            const message = (error as Error).message;
-            log(message.startsWith(where) ? message : `${where}: ${message}`);
-            writer.write(`${JSON.stringify({ id: idOf(line.text), line: line.number, error: message })}\n`);
-          }
-        }
-        writer.close();
-      } catch (error) {
-        writer.abort();
-        throw error;
-      }
-      return failed ? 1 : 0;
+      const tokenizer = flag(args, '--tokenizer');
+      const table = tokenizer ? (await loadTokenizer(tokenizer)).table : undefined;
+      return runMerge(args.positionals[0] ?? '-', flag(args, '-o') ?? flag(args, '--output'), table, log) ? 1 : 0;
     }
     case 'conformance': {
       const args = parseArgs(rest, []);
