@@ -108,3 +108,11 @@ export function checkTrajectory(masker: Masker, table: ByteTable, id: unknown, t
   }));
   return { id, agree: datums.every((datum) => datum.agree), agreeing, total, datums, splits, cost: audit.cost };
 }
+
+/** Text shortened for a report line, JSON-quoted. */
+export const clip = (text: string, length = 60) => JSON.stringify(text.length > length ? `${text.slice(0, length)}…` : text);
+
+/** One disagreement for people: class, token range, both values, and the decoded text around it. */
+export function formatDisagreement(id: unknown, run: Disagreement): string {
+  return `${String(id)}: ${run.class} tokens [${run.start}, ${run.end}) expected ${run.expected}, got ${run.actual}: …${clip(run.before, 30)} ⟦${clip(run.text, 60)}⟧ ${clip(run.after, 30)}…`;
+}

@@ -8,7 +8,7 @@ import { needsAttributes, prepareAttributeReader } from '../attributes.ts';
 import { loadTokenizer, type LoadedTokenizer } from '../tokenizer/load.ts';
 import type { CompiledGrammar } from '../grammar/compile.ts';
 import type { OptionValues } from '../scan.ts';
-import { compareMasks } from '../conformance.ts';
+import { compareMasks, formatDisagreement } from '../conformance.ts';
 import { JsonlWriter, readJsonl } from '../io/jsonl.ts';
 import { readRolloutBytes, type RolloutLine } from '../io/rollout.ts';
 import { RolloutError } from '../diagnostics.ts';
@@ -78,6 +78,7 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
           const shift = rollout.mask!.length === rollout.tokens.length ? 0 : 1;
           const disagreements = compareMasks(pool.tokenizer.table, rollout.tokens, rollout.mask!, result, shift);
           if (disagreements.length) summary.disagreeing++;
+          for (const run of disagreements) log(`${where}:${line.number}: ${formatDisagreement(rollout.id, run)}`);
           writer.write(`${JSON.stringify({ id: rollout.id, agree: disagreements.length === 0, tokens: rollout.tokens.length, frame: shift ? 'targets' : 'tokens', disagreements, diagnostics: result.diagnostics })}\n`);
         }
       } catch (error) {

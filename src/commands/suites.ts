@@ -12,7 +12,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { BUNDLED_SAMPLES } from '../paths.ts';
-import { checkTrajectory, compareMasks, type TrajectoryVerdict, type Disagreement } from '../conformance.ts';
+import { checkTrajectory, clip, compareMasks, formatDisagreement, type TrajectoryVerdict, type Disagreement } from '../conformance.ts';
 import { loadGrammar } from '../grammar/load.ts';
 import { readJsonl } from '../io/jsonl.ts';
 import { readOptions, readRolloutLine } from '../io/rollout.ts';
@@ -129,7 +129,6 @@ export function suitePassed(verdict: SuiteVerdict): boolean {
     && verdict.trajectories.every((item) => item.agree);
 }
 
-const clip = (text: string, length = 60) => JSON.stringify(text.length > length ? `${text.slice(0, length)}…` : text);
 
 /** The human report of one suite: one line per check, details only where something disagrees. */
 export function formatSuite(verdict: SuiteVerdict): string {
@@ -141,9 +140,7 @@ export function formatSuite(verdict: SuiteVerdict): string {
     const tokens = verdict.rollouts.reduce((sum, item) => sum + item.tokens, 0);
     const wrong = verdict.rollouts.reduce((sum, item) => sum + item.disagreements.reduce((s, run) => s + run.end - run.start, 0), 0);
     lines.push(`  rollouts      ${agreeing}/${verdict.rollouts.length} equal the mask built by construction (${tokens - wrong}/${tokens} tokens)`);
-    for (const item of verdict.rollouts) for (const run of item.disagreements) {
-      lines.push(`    ✖ ${String(item.id)}: ${run.class} tokens [${run.start}, ${run.end}) expected ${run.expected}, got ${run.actual}: …${clip(run.before, 30)} ⟦${clip(run.text)}⟧ ${clip(run.after, 30)}…`);
-    }
+    for (const item of verdict.rollouts) for (const run of item.disagreements) lines.push(`    ✖ ${formatDisagreement(item.id, run)}`);
   }
   if (verdict.retokenized.length) {
     const straddles = verdict.retokenized.reduce((sum, item) => sum + item.straddles, 0);
