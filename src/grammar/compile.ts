@@ -68,7 +68,8 @@ export interface ReplyInfo {
   event: number;
 }
 
-export interface HandoverInfo { replies: number[]; endsEpisode: boolean }
+/** The replies a handover allows, tried in order (whether the episode may end there is the machine's). */
+export interface HandoverInfo { replies: number[] }
 
 export interface CompiledGrammar {
   grammar: Grammar;
@@ -288,7 +289,6 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
   const replyIndex = new Map(replyNames.map((name, at) => [name, at]));
   const handovers: HandoverInfo[] = grammar.handovers.map((handover) => ({
     replies: handover.replies.map((name) => replyIndex.get(name)!),
-    endsEpisode: handover.ends_episode,
   }));
 
   const others = modelLiterals(grammar).map((item) => item.literal);

@@ -154,13 +154,3 @@ export function textOf(table: ByteTable, ids: ArrayLike<number>, start = 0, end 
   }
   return new TextDecoder().decode(bytes);
 }
-
-/** First index whose id is not a known token, or -1. */
-export function firstUnknownToken(table: ByteTable, ids: ArrayLike<number>): number {
-  const { size, flags } = table;
-  for (let i = 0; i < ids.length; i++) {
-    const id = ids[i];
-    if (!(id < size) || (flags[id] & KNOWN) === 0) return i;
-  }
-  return -1;
-}
