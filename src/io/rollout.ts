@@ -48,7 +48,8 @@ export function readOptions(value: unknown): OptionValues {
 
 /**
  * Parse one rollout line: `{"id", "tokens", "prompt_length"?, "options"?, "mask"?}` or verl-style
- * `{"id", "prompt_ids", "response_ids", "response_mask"?}` (prompt = prompt_ids).
+ * `{"id", "prompt_ids", "response_ids", "response_mask"?}` (prompt = prompt_ids), or a tinker datum
+ * `{"id", "tokens", "target_tokens", "mask"}` (`tagmask merge` output: the mask is in target space).
  */
 export function readRolloutLine(text: string): RolloutLine {
   let value: unknown;
@@ -74,7 +75,13 @@ function rolloutFromJson(value: unknown, tokensRead?: Uint32Array): RolloutLine 
     }
     return line;
   }
-  const tokens = tokensRead ?? tokenArray(value.tokens, 'tokens');
+  let tokens: ArrayLike<number> = tokensRead ?? tokenArray(value.tokens, 'tokens');
+  if (value.target_tokens !== undefined) {
+    // A tinker datum (`tagmask merge` output): `tokens` is the model input, all but the last token.
+    const targets = tokenArray(value.target_tokens, 'target_tokens');
+    if (targets.length !== tokens.length) throw new Error(`target_tokens has ${targets.length} entries for ${tokens.length} tokens`);
+    if (targets.length > 0) tokens = [...Array.from(tokens), targets[targets.length - 1]];
+  }
   let promptLength = -1;
   if (value.prompt_length !== undefined) {
     const length = value.prompt_length;

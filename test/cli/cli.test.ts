@@ -5,7 +5,7 @@
  * piece on its own) and, for `merge`, from the numbers tinker's tutorial 404 prints
  * (samples/tutorial-404/expected.json) and the tutorial's own ob/ac lists.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -318,5 +318,20 @@ describe.concurrent('tagmask grammar check', { timeout: 60_000 }, () => {
     expect(run.code).toBe(1);
     // line 5 `  "replies": {}` follows line 4 without a comma: the quote of "replies" is column 3
     expect(run.stdout).toContain('grammar-syntax-error.json:5:3: error');
+  });
+});
+
+describe('check reads tinker datums', () => {
+  it('a datum line (tokens + target_tokens, mask in target space) is checked in target space', () => {
+    // Tutorial 404's split example, datum 1: prompt [300, 301, 302], then the action [400, 401].
+    const line = JSON.stringify({ id: 'd', tokens: [300, 301, 302, 400], target_tokens: [301, 302, 400, 401], mask: [0, 0, 1, 1], prompt_length: 3 });
+    const agree = spawnSync('node', ['bin/tagmask.js', 'check', '--grammar', 'tutorial', '--tokenizer', 'samples/tutorial-404/tokenizer.json', '-'], { cwd: ROOT, input: `${line}\n`, encoding: 'utf8' });
+    expect(agree.status).toBe(0);
+    expect(JSON.parse(agree.stdout)).toMatchObject({ id: 'd', agree: true, tokens: 5, frame: 'targets' });
+    const wrong = line.replace('"mask":[0,0,1,1]', '"mask":[0,1,1,1]');
+    const disagree = spawnSync('node', ['bin/tagmask.js', 'check', '--grammar', 'tutorial', '--tokenizer', 'samples/tutorial-404/tokenizer.json', '-'], { cwd: ROOT, input: `${wrong}\n`, encoding: 'utf8' });
+    expect(disagree.status).toBe(1);
+    // Target index 1 is token 2 (302), part of the prompt.
+    expect(JSON.parse(disagree.stdout).disagreements).toMatchObject([{ start: 2, end: 3, expected: 1, actual: 0 }]);
   });
 });
