@@ -254,6 +254,18 @@ function runDfa(bound: Bound, d: number, ids: ArrayLike<number>, limit: number, 
   return -1;
 }
 
+/** Are the bytes from (token, offset) up to token `limit` all whitespace (or none)? */
+function onlyWhitespaceBefore(table: ByteTable, ids: ArrayLike<number>, token: number, offset: number, limit: number): boolean {
+  const { pieces, offsets } = table;
+  for (let t = token, o = offset; t < limit; t++, o = 0) {
+    for (let p = offsets[ids[t]] + o, end = offsets[ids[t] + 1]; p < end; p++) {
+      const c = pieces[p];
+      if (!(c === 0x0a || c === 0x20 || c === 0x0d || c === 0x09)) return false;
+    }
+  }
+  return true;
+}
+
 const MAX_TAG_BYTES = 4096;
 
 /**
@@ -402,8 +414,8 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
         break;
       }
       if (replied) continue;
-      const atEnd = token >= padStart || (token === padStart - 1 && offset === table.offsets[ids[token] + 1] - table.offsets[ids[token]]);
-      if (atEnd) {
+      // Only whitespace left before the padding (a chat template's newline after the last turn): the end.
+      if (onlyWhitespaceBefore(table, ids, token, offset, padStart)) {
         enter(fire(event.end, token), token, offset);
         break;
       }

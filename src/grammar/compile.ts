@@ -142,7 +142,9 @@ export function machineConfig(grammar: Grammar) {
     const on: Record<string, unknown> = {};
     for (const reply of handover.replies) on[`REPLY:${reply}`] = `reply-${reply}`;
     on.END = 'done';
-    on.CONTINUE = { target: 'model', actions: [report(handover.ends_episode ? 'text-after-end' : 'missing-reply')] };
+    // Text after a handover that no allowed reply explains: the model's own, unless the handover was the
+    // model's stop token, after which it never writes.
+    on.CONTINUE = { target: handover.model_stops ? 'done' : 'model', actions: [report(handover.ends_episode && !handover.model_stops ? 'text-after-end' : 'missing-reply')] };
     states[`handover-${index}`] = { meta: { handover: index }, on };
   });
   for (const [name, reply] of Object.entries(grammar.replies)) {

@@ -55,6 +55,9 @@ export interface HandoverSpec {
   replies: string[];
   /** With no reply here, the episode is over (text that still follows is reported). */
   ends_episode: boolean;
+  /** The handover literal is the model's stop token (`<|im_end|>`): it never writes after it, so text that
+   * follows without a reply the protocol allows is not the model's (trailing, mask `after_end`). */
+  model_stops: boolean;
 }
 
 export interface ReplySpec {
@@ -185,12 +188,14 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
   else ((value.handovers ?? []) as Json[]).forEach((spec, index) => {
     const path = `handovers[${index}]`;
     if (!isObject(spec)) { issue(path, 'expected {"after" | "after_tag", "replies", "ends_episode"?}'); return; }
-    unknownKeys(spec, ['after', 'after_tag', 'replies', 'ends_episode'], path);
+    unknownKeys(spec, ['after', 'after_tag', 'replies', 'ends_episode', 'model_stops'], path);
     const after = string(spec, 'after', path, false);
     const afterTag = string(spec, 'after_tag', path, false);
     if ((after === undefined) === (afterTag === undefined)) issue(path, 'give exactly one of "after" (a literal) and "after_tag" (a tag\'s close)');
-    if (spec.ends_episode !== undefined && typeof spec.ends_episode !== 'boolean') issue(`${path}.ends_episode`, 'expected true or false');
-    handovers.push({ after, after_tag: afterTag, replies: strings(spec, 'replies', path), ends_episode: spec.ends_episode === true });
+    for (const flag of ['ends_episode', 'model_stops']) {
+      if (spec[flag] !== undefined && typeof spec[flag] !== 'boolean') issue(`${path}.${flag}`, 'expected true or false');
+    }
+    handovers.push({ after, after_tag: afterTag, replies: strings(spec, 'replies', path), ends_episode: spec.ends_episode === true, model_stops: spec.model_stops === true });
   });
 
   const replies: Record<string, ReplySpec> = {};

