@@ -38,6 +38,10 @@ export interface MaskOptions {
   promptLength?: number;
 }
 
+// Module-level, so a call to mask() creates no function objects.
+const isAction = (span: Span) => span.role === 'action';
+const byToken = (a: Diagnostic, b: Diagnostic) => a.token - b.token;
+
 export class Masker {
   readonly bound: Bound;
   private readonly segments = new Segments();
@@ -56,10 +60,10 @@ export class Masker {
     const spans = buildSpans(this.bound, tokens, segments);
     // The segments are reused by the next rollout: the caller gets its own array.
     const diagnostics = segments.diagnostics.slice();
-    if (tokens.length > 0 && !spans.some((span) => span.role === 'action')) {
+    if (tokens.length > 0 && !spans.some(isAction)) {
       diagnostics.push({ code: 'no-action', severity: SEVERITY['no-action'], token: 0, message: 'no token is action: training on this rollout would change nothing' });
     }
-    diagnostics.sort((a, b) => a.token - b.token);
+    if (diagnostics.length > 1) diagnostics.sort(byToken);
     return { mask, spans, diagnostics };
   }
 

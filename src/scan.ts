@@ -298,9 +298,13 @@ function readTagRest(table: ByteTable, ids: ArrayLike<number>, limit: number, to
   return { attributes: readAttributes(`<span${new TextDecoder().decode(Uint8Array.from(bytes))}`) };
 }
 
-/** Record a diagnostic; its message is only written when someone will read it (not in `maskBatch`). */
-function report(out: Segments, code: DiagnosticCode, token: number, message: () => string) {
-  out.diagnostics.push({ code, severity: SEVERITY[code], token, message: out.messages ? message() : '' });
+/**
+ * Record a diagnostic about `token` (and reply `reply`, where it concerns one). Its message is only written
+ * when someone will read it (not in `maskBatch`), and no closure is made for it: on the hot path a closure
+ * per event costs more than the event.
+ */
+function report(out: Segments, code: DiagnosticCode, token: number, reply = -1) {
+  out.diagnostics.push({ code, severity: SEVERITY[code], token, message: out.messages ? describe(code, walk.bound, walk.ids, token, reply) : '' });
 }
 
 const show = (bytes: Uint8Array) => JSON.stringify(new TextDecoder().decode(bytes));
@@ -325,7 +329,7 @@ function fire(eventIndex: number, at: number): number {
   const { grammar } = walk.bound;
   const index = walk.state * grammar.events.length + eventIndex;
   const raised = grammar.codes[index];
-  if (raised) for (const code of raised) report(walk.out, code, at, () => describe(code, walk.bound, walk.ids, at));
+  if (raised) for (const code of raised) report(walk.out, code, at);
   return grammar.next[index];
 }
 
@@ -433,7 +437,7 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
     if (literalIndex < 0) {
       if (info.reply >= 0 && limit < padStart) {
         // The environment cut this reply at its budget; the model writes again from the next token.
-        report(out, 'reply-truncated', limit - 1, () => `reply "${replies[info.reply].name}" ended by its budget of ${budget} tokens (max_tokens) before its closing text`);
+        report(out, 'reply-truncated', limit - 1, info.reply);
         token = limit;
         offset = 0;
         enter(fire(event.replyEnd, token), token, 0);
@@ -514,9 +518,9 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
   checkIds(table, ids, offset > 0 ? token + 1 : token, padStart);
   const last = states[walk.state];
   if (last.role === 'prompt' && promptLength < 0 && n > 0) {
-    report(out, 'no-prompt-end', 0, () => `the prompt's end (${grammar.grammar.prompt.ends_after.map((literal) => JSON.stringify(literal)).join(' or ')}) was not found and no prompt_length was given: every token is prompt`);
+    report(out, 'no-prompt-end', 0);
   } else if (last.reply >= 0 && budgets[last.reply] === 0 && replies[last.reply].text === undefined) {
-    report(out, 'unclosed-reply', replyStart, () => `the stream ends inside reply "${replies[last.reply].name}" opened at token ${replyStart}, which never closed; if the environment cut it, set its max_tokens option (e.g. --set ${typeof replies[last.reply].budget === 'string' ? replies[last.reply].budget : 'max_tokens'}=N)`);
+    report(out, 'unclosed-reply', replyStart, last.reply);
   }
   if (padStart < n && last.role !== 'trailing') {
     const done = next[walk.state * E + event.end];
@@ -524,12 +528,18 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
   }
 }
 
-function describe(code: DiagnosticCode, bound: Bound, ids: ArrayLike<number>, at: number): string {
+function describe(code: DiagnosticCode, bound: Bound, ids: ArrayLike<number>, at: number, reply: number): string {
   const piece = bound.table.pieces.subarray(bound.table.offsets[ids[at]], bound.table.offsets[ids[at] + 1]);
+  const { grammar } = bound;
+  const name = reply >= 0 ? grammar.replies[reply].name : '';
+  const option = reply >= 0 && typeof grammar.replies[reply].budget === 'string' ? grammar.replies[reply].budget : 'max_tokens';
   switch (code) {
+    case 'reply-truncated': return `reply "${name}" ended by its budget of ${bound.budgets[reply]} tokens (max_tokens) before its closing text`;
+    case 'no-prompt-end': return `the prompt's end (${grammar.grammar.prompt.ends_after.map((literal) => JSON.stringify(literal)).join(' or ')}) was not found and no prompt_length was given: every token is prompt`;
+    case 'unclosed-reply': return `the stream ends inside reply "${name}" opened at token ${at}, which never closed; if the environment cut it, set its max_tokens option (e.g. --set ${option}=N)`;
     case 'nested-tag': return `a tag opens at token ${at} (${show(piece)}) while another is still open`;
     case 'observation-tag-in-action': return `the model wrote an environment-looking tag itself at token ${at} (${show(piece)}); it is the model's text, so it stays action`;
-    case 'missing-reply': return `no reply the protocol allows follows the handover ending at token ${at}; the text after it is kept as the model's`;
+    case 'missing-reply': return `no reply the protocol allows follows the handover ending at token ${at}; the text after it is kept as the model's (or, after the model's stop token, as nobody's)`;
     case 'text-after-end': return `the model kept writing after the episode-ending tag at token ${at}; that text is kept as action`;
     case 'reply-in-reply': return `a reply's opening text appears again at token ${at}, inside a reply that has not closed: the environment probably cut the earlier reply (its close is missing), so a model turn was read as observation; set the reply's max_tokens option (e.g. --set max_obs_tokens=N)`;
     default: return code;
