@@ -112,23 +112,37 @@ export function machineConfig(grammar: Grammar) {
     if (reply.interrupts) modelOn[`INTERRUPT:${name}`] = `#grammar.reply-${name}`;
   }
 
+  // Kinds nest where a tag `contains` another: `function_calls>invoke>parameter` is a state of its own, so
+  // closing the inner tag returns to the outer kind. Any other tag opened inside a closable one replaces it
+  // (a `nested-tag` note); markers without a close just follow one another.
+  const MAX_DEPTH = 4;
+  const stacks: string[][] = [['text']];
+  const grow = (stack: string[]) => {
+    stacks.push(stack);
+    if (stack.length >= MAX_DEPTH) return;
+    for (const inner of grammar.tags[stack[stack.length - 1]].contains) if (!stack.includes(inner)) grow([...stack, inner]);
+  };
+  for (const tag of tagNames) grow([tag]);
+  const stateName = (stack: string[]) => stack.join('>');
+  const names = new Set(stacks.map(stateName));
+
   const kindStates: Record<string, unknown> = {};
-  for (const kind of ['text', ...tagNames]) {
+  for (const stack of stacks) {
+    const kind = stack[stack.length - 1];
+    const own = kind === 'text' ? undefined : grammar.tags[kind];
     const on: Record<string, unknown> = {};
     for (const tag of tagNames) {
       const actions = [];
-      // Only a tag that has a close is still open when another begins; markers without one just follow.
-      const outer = kind === 'text' ? undefined : grammar.tags[kind];
-      if (outer && outer.close.length && !outer.contains.includes(tag)) actions.push(report('nested-tag'));
+      const nested = own && own.contains.includes(tag) && names.has(stateName([...stack, tag]));
+      if (own && own.close.length && !nested) actions.push(report('nested-tag'));
       if (grammar.tags[tag].lookalike) actions.push(report('observation-tag-in-action'));
-      on[`OPEN:${tag}`] = { target: tag, actions };
+      on[`OPEN:${tag}`] = { target: nested ? stateName([...stack, tag]) : tag, actions };
     }
-    const own = kind === 'text' ? undefined : grammar.tags[kind];
     if (own?.close.some((literal) => !handoverLiterals.has(literal))) {
       const handover = handoverAfterTag.get(kind);
-      on[`CLOSE:${kind}`] = handover === undefined ? 'text' : `#grammar.handover-${handover}`;
+      on[`CLOSE:${kind}`] = handover !== undefined ? `#grammar.handover-${handover}` : stack.length > 1 ? stateName(stack.slice(0, -1)) : 'text';
     }
-    kindStates[kind] = { meta: { kind }, on };
+    kindStates[stateName(stack)] = { meta: { kind }, on };
   }
 
   // END: the stream's closing padding begins; wherever the protocol stands, the rest is trailing.

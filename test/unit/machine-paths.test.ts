@@ -114,7 +114,8 @@ function paddingId(grammar: CompiledGrammar, encode: (text: string) => number[])
  * `Action Input:`), a marker that must start a line cannot appear before that close hands the turn over.
  */
 function unwritable(grammar: CompiledGrammar, value: unknown, eventType: string): boolean {
-  const kind = typeof value === 'object' && value !== null ? (value as { model?: string }).model : undefined;
+  // Nested kinds are states named `outer>inner`: the open tag is the innermost.
+  const kind = typeof value === 'object' && value !== null ? (value as { model?: string }).model?.split('>').pop() : undefined;
   const [family, name] = eventType.split(':');
   const closesAtLineEnd = kind !== undefined && grammar.grammar.tags[kind]?.close.includes('\n');
   return closesAtLineEnd && family === 'OPEN' && grammar.grammar.tags[name].line_start;
