@@ -6,6 +6,9 @@
 import { parseArgs, flag, requiredFlag, optionSets, UsageError } from './commands/args.ts';
 import { MaskerPool, runRollouts, formatSummary } from './commands/mask.ts';
 import { runMerge } from './commands/merge.ts';
+import { readJsonl } from './io/jsonl.ts';
+import { readRolloutLine } from './io/rollout.ts';
+import { showRollout } from './report/show.ts';
 import { findSuites, formatSuite, maskSamples, proveSuite, suitePassed } from './commands/suites.ts';
 import { checkGrammarFile, formatIssue, GrammarError, resolveGrammarPath } from './grammar/load.ts';
 import { lintLiterals } from './grammar/lint.ts';
@@ -21,6 +24,8 @@ const USAGE = `tagmask: rebuild and audit RL action masks from flat rollout toke
   tagmask merge [IN.jsonl|-] [-o OUT.jsonl] [--tokenizer T]
       tinker trajectory_to_data: {"id", "transitions": [{"ob", "ac": {"tokens", "logprobs"}}…], "advantage"?} → one datum per line;
       splits (observations that stop extending) are reported on stderr, decoded with --tokenizer
+  tagmask show --grammar … --tokenizer … [--set key=value]… [IN.jsonl|-] [--id ID] [--color|--no-color]
+      print rollouts with their action spans marked (green / «…»), straddling tokens (red / ⟦…⟧) and diagnostics
   tagmask conformance [SUITE…]      prove suites (default: the bundled samples) against construction and the merge
   tagmask samples [SUITE…] [-o DIR] mask the bundled samples into DIR (default out/) and prove them
   tagmask grammar check FILE|NAME [--tokenizer T]…   check a grammar; with tokenizers, lint its literals' tokenization
@@ -38,6 +43,27 @@ async function main(argv: string[]): Promise<number> {
       const summary = await runRollouts(pool, args.positionals[0] ?? '-', flag(args, '-o') ?? flag(args, '--output'), command, log);
       log(formatSummary(summary, command));
       return summary.failed || summary.disagreeing ? 1 : 0;
+    }
+    case 'show': {
+      const args = parseArgs(rest, ['--grammar', '--tokenizer', '--set', '--id'], ['--color', '--no-color']);
+      const pool = await MaskerPool.open(requiredFlag(args, '--grammar'), requiredFlag(args, '--tokenizer'), optionSets(args));
+      const input = args.positionals[0] ?? '-';
+      const wanted = flag(args, '--id');
+      const color = args.flags.has('--color') || (!args.flags.has('--no-color') && process.stdout.isTTY === true);
+      let shown = 0;
+      for (const line of readJsonl(input)) {
+        try {
+          const rollout = readRolloutLine(line.text);
+          if (wanted !== undefined && String(rollout.id) !== wanted) continue;
+          const result = pool.get(rollout.options).mask(rollout.tokens, { promptLength: rollout.promptLength });
+          process.stdout.write(`${showRollout(pool.tokenizer.table, rollout.id, rollout.tokens, result, color)}\n\n`);
+          shown++;
+        } catch (error) {
+          log(`${input === '-' ? '<stdin>' : input}:${line.number}: ${(error as Error).message}`);
+        }
+      }
+      if (wanted !== undefined && shown === 0) { log(`no rollout with id ${wanted}`); return 1; }
+      return 0;
     }
     case 'merge': {
       const args = parseArgs(rest, ['-o', '--output', '--tokenizer']);

@@ -335,3 +335,15 @@ describe('check reads tinker datums', () => {
     expect(JSON.parse(disagree.stdout).disagreements).toMatchObject([{ start: 2, end: 3, expected: 1, actual: 0 }]);
   });
 });
+
+describe('show', () => {
+  it('prints the rollout with its action text marked', () => {
+    // Tutorial 404's merged datum, prompt = O1 (4 tokens); the vocabulary's pieces spell the text.
+    const line = JSON.stringify({ id: 't', tokens: [100, 101, 102, 103, 200, 201, 300, 301, 400, 401, 402, 500, 600, 601], prompt_length: 4 });
+    const run = spawnSync('node', ['bin/tagmask.js', 'show', '--grammar', 'tutorial', '--tokenizer', 'samples/tutorial-404/tokenizer.json', '--no-color', '-'], { cwd: ROOT, input: `${line}\n`, encoding: 'utf8' });
+    expect(run.status).toBe(0);
+    const [title, body] = run.stdout.split('\n\n')[0].split(/\n(.*)/s);
+    expect(title).toBe('t: 14 tokens, 7 action (50.0%), 6 spans');
+    expect(body).toBe('What is 2+3?\n« 5 <|end|>»<obs>Correct! Now what is 5*3?</obs>«15<|end|>»<obs>Right! Final: 15+1?</obs>«16\n<|end|>»');
+  });
+});
