@@ -26,7 +26,8 @@ const USAGE = `tagmask: rebuild and audit RL action masks from flat rollout toke
       splits (observations that stop extending) are reported on stderr, decoded with --tokenizer
   tagmask show --grammar … --tokenizer … [--set key=value]… [IN.jsonl|-] [--id ID] [--color|--no-color]
       print rollouts with their action spans marked (green / «…»), straddling tokens (red / ⟦…⟧) and diagnostics
-  tagmask conformance [SUITE…]      prove suites (default: the bundled samples) against construction and the merge
+  tagmask conformance [SUITE…] [--json]   prove suites (default: the bundled samples) against construction and the merge;
+      --json: one line per rollout, datum and split
   tagmask samples [SUITE…] [-o DIR] mask the bundled samples into DIR (default out/) and prove them
   tagmask grammar check FILE|NAME [--tokenizer T]…   check a grammar; with tokenizers, lint its literals' tokenization
 `;
@@ -72,14 +73,26 @@ async function main(argv: string[]): Promise<number> {
       return runMerge(args.positionals[0] ?? '-', flag(args, '-o') ?? flag(args, '--output'), table, log) ? 1 : 0;
     }
     case 'conformance': {
-      const args = parseArgs(rest, []);
+      const args = parseArgs(rest, [], ['--json']);
+      const json = args.flags.has('--json');
       let passed = true;
       for (const suite of findSuites(args.positionals)) {
         const verdict = await proveSuite(suite);
-        process.stdout.write(`${formatSuite(verdict)}\n`);
+        if (!json) process.stdout.write(`${formatSuite(verdict)}\n`);
+        else {
+          // One line per rollout and per datum: what a CI job or a notebook reads.
+          for (const item of verdict.rollouts) process.stdout.write(`${JSON.stringify({ suite: suite.name, kind: 'rollout', id: item.id, tokens: item.tokens, agree: item.disagreements.length === 0, disagreements: item.disagreements })}\n`);
+          for (const trajectory of verdict.trajectories) {
+            for (const datum of trajectory.datums) {
+              process.stdout.write(`${JSON.stringify({ suite: suite.name, kind: 'datum', id: trajectory.id, datum: datum.datum, transitions: datum.transitions, tokens: datum.tokens, agree: datum.agree, disagreements: datum.disagreements })}\n`);
+            }
+            for (const split of trajectory.splits) process.stdout.write(`${JSON.stringify({ suite: suite.name, kind: 'split', id: trajectory.id, ...split, cost: trajectory.cost })}\n`);
+          }
+          for (const error of verdict.errors) process.stdout.write(`${JSON.stringify({ suite: suite.name, kind: 'error', error })}\n`);
+        }
         if (!suitePassed(verdict)) passed = false;
       }
-      process.stdout.write(passed ? 'conformance: everything agrees\n' : 'conformance: disagreements found\n');
+      if (!json) process.stdout.write(passed ? 'conformance: everything agrees\n' : 'conformance: disagreements found\n');
       return passed ? 0 : 1;
     }
     case 'samples': {

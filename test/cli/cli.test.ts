@@ -347,3 +347,14 @@ describe('show', () => {
     expect(body).toBe('What is 2+3?\n« 5 <|end|>»<obs>Correct! Now what is 5*3?</obs>«15<|end|>»<obs>Right! Final: 15+1?</obs>«16\n<|end|>»');
   });
 });
+
+describe('conformance --json', () => {
+  it('gives one line per datum and per split for the tutorial suite', () => {
+    const run = spawnSync('node', ['bin/tagmask.js', 'conformance', 'samples/tutorial-404', '--json'], { cwd: ROOT, encoding: 'utf8' });
+    expect(run.status).toBe(0);
+    const lines = run.stdout.trim().split('\n').map((line) => JSON.parse(line));
+    // The tutorial prints 1 datum for "extend" and 2 for "split"; the split is at transition 1.
+    expect(lines.filter((line) => line.kind === 'datum').map((line) => [line.id, line.datum, line.agree])).toEqual([['extend', 0, true], ['split', 0, true], ['split', 1, true]]);
+    expect(lines.filter((line) => line.kind === 'split').map((line) => [line.id, line.transition])).toEqual([['split', 1]]);
+  });
+});
