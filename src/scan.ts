@@ -397,27 +397,21 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
     if (info.handover >= 0) {
       // The environment may reply only here. Try each allowed reply's first bytes.
       if (token < n && offset > 0 && offset === table.offsets[ids[token] + 1] - table.offsets[ids[token]]) { token++; offset = 0; }
-      const handover = handovers[info.handover];
-      let replied = false;
-      for (const r of handover.replies) {
-        const reply = replies[r];
-        if (!matchForward(table, ids, padStart, token, offset, reply.open ?? reply.text!)) continue;
+      let reply = -1;
+      for (const r of handovers[info.handover].replies) {
+        if (matchForward(table, ids, padStart, token, offset, replies[r].open ?? replies[r].text!)) { reply = r; break; }
+      }
+      if (reply >= 0) {
         const endToken = atToken;
         const endOffset = atOffset;
-        enter(fire(reply.event, token), token, offset);
+        enter(fire(replies[reply].event, token), token, offset);
         replyStart = token;
-        if (reply.text) {
-          token = endToken;
-          offset = endOffset;
-          enter(fire(event.replyEnd, token), token, offset);
-        } else {
-          token = endToken;
-          offset = endOffset;
-        }
-        replied = true;
-        break;
+        token = endToken;
+        offset = endOffset;
+        // A fixed text is the whole reply; an envelope goes on until its close.
+        if (replies[reply].text) enter(fire(event.replyEnd, token), token, offset);
+        continue;
       }
-      if (replied) continue;
       // Only whitespace left before the padding (a chat template's newline after the last turn): the end.
       if (onlyWhitespaceBefore(table, ids, token, offset, padStart)) {
         enter(fire(event.end, token), token, offset);

@@ -13,12 +13,10 @@ import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { BUNDLED_SAMPLES } from '../paths.ts';
 import { checkTrajectory, clip, compareMasks, formatDisagreement, type TrajectoryVerdict, type Disagreement } from '../conformance.ts';
-import { loadGrammar } from '../grammar/load.ts';
 import { readJsonl } from '../io/jsonl.ts';
 import { readOptions, readRolloutLine } from '../io/rollout.ts';
 import { parseTrajectoryLine } from '../merge.ts';
 import type { OptionValues } from '../scan.ts';
-import { loadTokenizer } from '../tokenizer/load.ts';
 import { MaskerPool, runRollouts, formatSummary } from './mask.ts';
 
 export { BUNDLED_SAMPLES };
@@ -89,8 +87,8 @@ export interface SuiteVerdict {
 }
 
 /** Run every check a suite supports. */
-export async function proveSuite(suite: Suite): Promise<SuiteVerdict> {
-  const pool = new MaskerPool(loadGrammar(suite.grammar), await loadTokenizer(suite.tokenizer), suite.options);
+export async function proveSuite(suite: Suite, opened?: MaskerPool): Promise<SuiteVerdict> {
+  const pool = opened ?? await MaskerPool.open(suite.grammar, suite.tokenizer, suite.options);
   const table = pool.tokenizer.table;
   const verdict: SuiteVerdict = { suite, rollouts: [], retokenized: [], trajectories: [], errors: [] };
 
@@ -172,15 +170,15 @@ export async function maskSamples(paths: string[], outDir: string, log: (line: s
   mkdirSync(outDir, { recursive: true });
   const suites = findSuites(paths);
   for (const suite of suites) {
+    const pool = await MaskerPool.open(suite.grammar, suite.tokenizer, suite.options);
     if (suite.rollouts) {
-      const pool = new MaskerPool(loadGrammar(suite.grammar), await loadTokenizer(suite.tokenizer), suite.options);
       const output = join(outDir, `${suite.name}.masks.jsonl`);
       const started = performance.now();
       const summary = await runRollouts(pool, suite.rollouts, output, 'mask', log);
       log(`${suite.name}: ${formatSummary(summary, 'mask')} → ${output} in ${(performance.now() - started).toFixed(0)} ms`);
       if (summary.failed) passed = false;
     }
-    const verdict = await proveSuite(suite);
+    const verdict = await proveSuite(suite, pool);
     log(formatSuite(verdict));
     if (!suitePassed(verdict)) { passed = false; failedSuites++; }
   }
