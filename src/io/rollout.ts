@@ -100,6 +100,9 @@ function rolloutFromJson(value: unknown, tokensRead?: Uint32Array): RolloutLine 
 }
 
 let idBuffer = new Uint32Array(1 << 16);
+
+/** Anything the byte reader does not expect goes through the plain reader, which decides. */
+const slowPath = (bytes: Buffer) => readRolloutLine(bytes.toString('utf8'));
 const TOKENS_KEY = Buffer.from('"tokens"');
 
 /**
@@ -110,14 +113,14 @@ const TOKENS_KEY = Buffer.from('"tokens"');
  */
 export function readRolloutBytes(bytes: Buffer): RolloutLine {
   const key = bytes.indexOf(TOKENS_KEY);
-  if (key < 0 || bytes.indexOf(TOKENS_KEY, key + TOKENS_KEY.length) >= 0) return readRolloutLine(bytes.toString('utf8'));
+  if (key < 0 || bytes.indexOf(TOKENS_KEY, key + TOKENS_KEY.length) >= 0) return slowPath(bytes);
   let at = key + TOKENS_KEY.length;
   const end = bytes.length;
   const space = (c: number) => c === 32 || c === 9 || c === 10 || c === 13;
   while (at < end && space(bytes[at])) at++;
-  if (bytes[at++] !== 0x3a) return readRolloutLine(bytes.toString('utf8'));
+  if (bytes[at++] !== 0x3a) return slowPath(bytes);
   while (at < end && space(bytes[at])) at++;
-  if (bytes[at] !== 0x5b) return readRolloutLine(bytes.toString('utf8'));
+  if (bytes[at] !== 0x5b) return slowPath(bytes);
   // Past the end a Buffer reads undefined, which no test below accepts: the loop cannot run away.
   const open = at++;
   if (idBuffer.length < end) idBuffer = new Uint32Array(Math.max(end, idBuffer.length * 2));
@@ -134,7 +137,7 @@ export function readRolloutBytes(bytes: Buffer): RolloutLine {
     let value = 0;
     while (c >= 0x30 && c <= 0x39) { value = value * 10 + (c - 0x30); c = bytes[++at]; }
     const digits = at - first;
-    if (digits === 0 || digits > 10 || value > 0xffffffff) return readRolloutLine(bytes.toString('utf8'));
+    if (digits === 0 || digits > 10 || value > 0xffffffff) return slowPath(bytes);
     ids[count++] = value;
     while (c === 32 || c === 9 || c === 10 || c === 13) c = bytes[++at];
     if (c === 0x2c) {
@@ -143,15 +146,15 @@ export function readRolloutBytes(bytes: Buffer): RolloutLine {
       continue;
     }
     if (c === 0x5d) { close = at; break; }
-    return readRolloutLine(bytes.toString('utf8'));
+    return slowPath(bytes);
   }
   let value: unknown;
   try {
     value = JSON.parse(bytes.toString('utf8', 0, open + 1) + bytes.toString('utf8', close));
   } catch {
-    return readRolloutLine(bytes.toString('utf8'));
+    return slowPath(bytes);
   }
   // The array read must be the line's own top-level "tokens": the spliced line then holds `[]` there.
-  if (!isObject(value) || !Array.isArray(value.tokens) || value.tokens.length !== 0) return readRolloutLine(bytes.toString('utf8'));
+  if (!isObject(value) || !Array.isArray(value.tokens) || value.tokens.length !== 0) return slowPath(bytes);
   return rolloutFromJson(value, ids.subarray(0, count));
 }
