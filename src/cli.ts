@@ -12,6 +12,7 @@ import { showRollout } from './report/show.ts';
 import { findSuites, formatSuite, maskSamples, proveSuite, suitePassed } from './commands/suites.ts';
 import { checkGrammarFile, formatIssue, GrammarError, resolveGrammarPath } from './grammar/load.ts';
 import { lintLiterals } from './grammar/lint.ts';
+import { namedSides } from './conformance.ts';
 import { loadTokenizer } from './tokenizer/load.ts';
 
 const USAGE = `tagmask: rebuild and audit RL action masks from flat rollout token streams
@@ -81,10 +82,10 @@ async function main(argv: string[]): Promise<number> {
         if (!json) process.stdout.write(`${formatSuite(verdict)}\n`);
         else {
           // One line per rollout and per datum: what a CI job or a notebook reads.
-          for (const item of verdict.rollouts) process.stdout.write(`${JSON.stringify({ suite: suite.name, kind: 'rollout', id: item.id, tokens: item.tokens, agree: item.disagreements.length === 0, disagreements: item.disagreements })}\n`);
+          for (const item of verdict.rollouts) process.stdout.write(`${JSON.stringify({ suite: suite.name, kind: 'rollout', id: item.id, tokens: item.tokens, agree: item.disagreements.length === 0, disagreements: item.disagreements.map((run) => namedSides(run, 'construction')) })}\n`);
           for (const trajectory of verdict.trajectories) {
             for (const datum of trajectory.datums) {
-              process.stdout.write(`${JSON.stringify({ suite: suite.name, kind: 'datum', id: trajectory.id, datum: datum.datum, transitions: datum.transitions, tokens: datum.tokens, agree: datum.agree, disagreements: datum.disagreements })}\n`);
+              process.stdout.write(`${JSON.stringify({ suite: suite.name, kind: 'datum', id: trajectory.id, datum: datum.datum, transitions: datum.transitions, tokens: datum.tokens, agree: datum.agree, disagreements: datum.disagreements.map((run) => namedSides(run, 'merge')) })}\n`);
             }
             for (const split of trajectory.splits) process.stdout.write(`${JSON.stringify({ suite: suite.name, kind: 'split', id: trajectory.id, ...split, cost: trajectory.cost })}\n`);
           }

@@ -10,14 +10,32 @@ import { textOf, type ByteTable } from './tokenizer/table.ts';
 
 export type DisagreementClass = 'mask-mismatch' | 'straddling-token';
 
+/**
+ * What a disagreement means for training, read from the side under audit: given 1 where the protocol
+ * says 0 puts gradient on text the model never sampled; given 0 where it says 1 wastes the model's tokens.
+ */
+export type Direction = 'trains on environment text' | 'leaves model tokens untrained';
+
+export const directionOf = (given: number, protocol: number): Direction =>
+  given === 1 && protocol === 0 ? 'trains on environment text' : 'leaves model tokens untrained';
+
+/**
+ * Which mask a comparison reads: `tokens` (one value per token) or `targets` (one shorter, `mask[i]`
+ * belongs to `tokens[i + 1]`, the way tinker datums and next-token losses index it).
+ */
+export type Frame = 'tokens' | 'targets';
+
+export const frameOf = (maskLength: number, tokenCount: number): Frame => (maskLength === tokenCount ? 'tokens' : 'targets');
+
 export interface Disagreement {
   class: DisagreementClass;
   /** Token range in the compared stream (not target space), end exclusive. */
   start: number;
   end: number;
-  /** The reference's mask value on the run, and tagmask's. */
-  expected: number;
-  actual: number;
+  /** The mask under audit on the run (a framework's, the construction's, the merge's), and tagmask's. */
+  given: 0 | 1;
+  protocol: 0 | 1;
+  direction: Direction;
   /** Decoded text: a little before, the run itself, a little after. */
   before: string;
   text: string;
@@ -27,26 +45,27 @@ export interface Disagreement {
 const CONTEXT_TOKENS = 4;
 
 /**
- * Maximal runs where two masks over the same tokens disagree. `shift` = 1 when `expected` is in
- * target space (one shorter, `expected[i]` for token i + 1).
+ * Maximal runs where the mask under audit (`given`) and tagmask's disagree. `shift` = 1 when `given` is
+ * in target space (one shorter, `given[i]` for token i + 1).
  */
-export function compareMasks(table: ByteTable, tokens: ArrayLike<number>, expected: ArrayLike<number>, result: MaskResult, shift = 0): Disagreement[] {
+export function compareMasks(table: ByteTable, tokens: ArrayLike<number>, given: ArrayLike<number>, result: MaskResult, shift = 0): Disagreement[] {
   const straddles = new Set(result.diagnostics.filter((item) => item.code === 'straddling-token').map((item) => item.token));
   const runs: Disagreement[] = [];
   for (let i = shift; i < tokens.length; i++) {
-    const want = expected[i - shift];
-    const got = result.mask[i];
+    const want = given[i - shift] ? 1 : 0;
+    const got = result.mask[i] ? 1 : 0;
     if (want === got) continue;
     let end = i + 1;
-    while (end < tokens.length && expected[end - shift] === want && result.mask[end] === got) end++;
+    while (end < tokens.length && (given[end - shift] ? 1 : 0) === want && (result.mask[end] ? 1 : 0) === got) end++;
     let straddling = true;
     for (let t = i; t < end; t++) if (!straddles.has(t)) straddling = false;
     runs.push({
       class: straddling ? 'straddling-token' : 'mask-mismatch',
       start: i,
       end,
-      expected: want,
-      actual: got,
+      given: want,
+      protocol: got,
+      direction: directionOf(want, got),
       before: textOf(table, tokens, Math.max(0, i - CONTEXT_TOKENS), i),
       text: textOf(table, tokens, i, end),
       after: textOf(table, tokens, end, Math.min(tokens.length, end + CONTEXT_TOKENS)),
@@ -112,7 +131,23 @@ export function checkTrajectory(masker: Masker, table: ByteTable, id: unknown, t
 /** Text shortened for a report line, JSON-quoted. */
 export const clip = (text: string, length = 60) => JSON.stringify(text.length > length ? `${text.slice(0, length)}…` : text);
 
-/** One disagreement for people: class, token range, both values, and the decoded text around it. */
-export function formatDisagreement(id: unknown, run: Disagreement): string {
-  return `${String(id)}: ${run.class} tokens [${run.start}, ${run.end}) expected ${run.expected}, got ${run.actual}: …${clip(run.before, 30)} ⟦${clip(run.text, 60)}⟧ ${clip(run.after, 30)}…`;
+/**
+ * One disagreement for people: class, token range, both sides by name, what it means for training, and
+ * the decoded text around it. `side` names the mask under audit: `given` in check, `construction` or
+ * `merge` in conformance; tagmask's side is always `protocol`.
+ */
+export function formatDisagreement(id: unknown, run: Disagreement, side = 'given'): string {
+  return `${String(id)}: ${run.class} tokens [${run.start}, ${run.end}) ${side} ${run.given}, protocol ${run.protocol}: ${side === 'given' ? 'the given mask' : `the ${side}'s mask`} ${run.direction}: …${clip(run.before, 30)} ⟦${clip(run.text, 60)}⟧ ${clip(run.after, 30)}…`;
+}
+
+/** A disagreement as JSON with the audited side under its own name (`construction`, `merge`) instead of `given`. */
+export function namedSides(run: Disagreement, side: string): object {
+  if (side === 'given') return run;
+  const { class: kind, start, end, given, protocol, direction, before, text, after } = run;
+  return { class: kind, start, end, [side]: given, protocol, direction, before, text, after };
+}
+
+/** Said when a mask one shorter than the tokens is read in target space, so nobody reads its indices off by one. */
+export function formatFrame(id: unknown, maskLength: number, tokenCount: number): string {
+  return `${String(id)}: the mask has ${maskLength} values for ${tokenCount} tokens, read in target space (frame "targets": mask[i] is for token i + 1); token ranges below count tokens`;
 }

@@ -8,7 +8,7 @@ import { needsAttributes, prepareAttributeReader } from '../attributes.ts';
 import { loadTokenizer, type LoadedTokenizer } from '../tokenizer/load.ts';
 import type { CompiledGrammar } from '../grammar/compile.ts';
 import type { OptionValues } from '../scan.ts';
-import { compareMasks, formatDisagreement } from '../conformance.ts';
+import { compareMasks, formatDisagreement, formatFrame, frameOf } from '../conformance.ts';
 import { JsonlWriter, readJsonl } from '../io/jsonl.ts';
 import { readRolloutBytes, type RolloutLine } from '../io/rollout.ts';
 import { RolloutError } from '../diagnostics.ts';
@@ -45,10 +45,14 @@ export interface RunSummary {
   actionTokens: number;
   diagnostics: Map<string, number>;
   disagreeing: number;
+  /** check: disagreeing runs by direction ("trains on environment text", "leaves model tokens untrained"). */
+  directions: Map<string, number>;
+  /** check: masks one shorter than their tokens, read in target space. */
+  targetFrame: number;
 }
 
 function newSummary(): RunSummary {
-  return { rollouts: 0, failed: 0, tokens: 0, actionTokens: 0, diagnostics: new Map(), disagreeing: 0 };
+  return { rollouts: 0, failed: 0, tokens: 0, actionTokens: 0, diagnostics: new Map(), disagreeing: 0, directions: new Map(), targetFrame: 0 };
 }
 
 function record(summary: RunSummary, result: MaskResult) {
@@ -75,11 +79,14 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
         record(summary, result);
         if (mode === 'mask') writeMaskLine(writer, rollout.id, result);
         else {
-          const shift = rollout.mask!.length === rollout.tokens.length ? 0 : 1;
-          const disagreements = compareMasks(pool.tokenizer.table, rollout.tokens, rollout.mask!, result, shift);
+          const frame = frameOf(rollout.mask!.length, rollout.tokens.length);
+          const disagreements = compareMasks(pool.tokenizer.table, rollout.tokens, rollout.mask!, result, frame === 'targets' ? 1 : 0);
           if (disagreements.length) summary.disagreeing++;
+          if (frame === 'targets') summary.targetFrame++;
+          for (const run of disagreements) summary.directions.set(run.direction, (summary.directions.get(run.direction) ?? 0) + 1);
+          if (disagreements.length && frame === 'targets') log(`${where}:${line.number}: ${formatFrame(rollout.id, rollout.mask!.length, rollout.tokens.length)}`);
           for (const run of disagreements) log(`${where}:${line.number}: ${formatDisagreement(rollout.id, run)}`);
-          writer.write(`${JSON.stringify({ id: rollout.id, agree: disagreements.length === 0, tokens: rollout.tokens.length, frame: shift ? 'targets' : 'tokens', disagreements, diagnostics: result.diagnostics })}\n`);
+          writer.write(`${JSON.stringify({ id: rollout.id, agree: disagreements.length === 0, tokens: rollout.tokens.length, frame, disagreements, diagnostics: result.diagnostics })}\n`);
         }
       } catch (error) {
         summary.failed++;
@@ -126,7 +133,11 @@ export function formatSummary(summary: RunSummary, mode: Mode): string {
   const share = summary.tokens ? ((100 * summary.actionTokens) / summary.tokens).toFixed(1) : '0.0';
   const codes = [...summary.diagnostics].sort((a, b) => b[1] - a[1]).map(([code, count]) => `${code}×${count}`).join(', ');
   const parts = [`${summary.rollouts} rollouts masked (${summary.tokens} tokens, ${share}% action)`];
-  if (mode === 'check') parts.push(`${summary.rollouts - summary.disagreeing} agree, ${summary.disagreeing} disagree`);
+  if (mode === 'check') {
+    parts.push(`${summary.rollouts - summary.disagreeing} agree, ${summary.disagreeing} disagree`);
+    for (const [direction, runs] of summary.directions) parts.push(`${runs} run(s) where the given mask ${direction}`);
+    if (summary.targetFrame) parts.push(`${summary.targetFrame} mask(s) one shorter than their tokens, read in target space`);
+  }
   if (summary.failed) parts.push(`${summary.failed} failed`);
   if (codes) parts.push(`diagnostics: ${codes}`);
   return parts.join('; ');

@@ -138,7 +138,7 @@ export function formatSuite(verdict: SuiteVerdict): string {
     const tokens = verdict.rollouts.reduce((sum, item) => sum + item.tokens, 0);
     const wrong = verdict.rollouts.reduce((sum, item) => sum + item.disagreements.reduce((s, run) => s + run.end - run.start, 0), 0);
     lines.push(`  rollouts      ${agreeing}/${verdict.rollouts.length} equal the mask built by construction (${tokens - wrong}/${tokens} tokens)`);
-    for (const item of verdict.rollouts) for (const run of item.disagreements) lines.push(`    ✖ ${formatDisagreement(item.id, run)}`);
+    for (const item of verdict.rollouts) for (const run of item.disagreements) lines.push(`    ✖ ${formatDisagreement(item.id, run, 'construction')}`);
   }
   if (verdict.retokenized.length) {
     const straddles = verdict.retokenized.reduce((sum, item) => sum + item.straddles, 0);
@@ -155,7 +155,7 @@ export function formatSuite(verdict: SuiteVerdict): string {
         lines.push(`    ↳ ${String(trajectory.id)}: split at transition ${split.transition}, token ${split.position}: sequence so far ${clip(split.expected, 40)}, new observation ${clip(split.actual, 40)}; ${trajectory.cost.trainedTokens} tokens trained as ${trajectory.datums.length} datums vs ${trajectory.cost.mergedTokens} merged`);
       }
       for (const datum of trajectory.datums) for (const run of datum.disagreements) {
-        lines.push(`    ✖ ${String(trajectory.id)} datum ${datum.datum}: ${run.class} tokens [${run.start}, ${run.end}) merge says ${run.expected}, tagmask ${run.actual}: ⟦${clip(run.text)}⟧`);
+        lines.push(`    ✖ ${formatDisagreement(`${String(trajectory.id)} datum ${datum.datum}`, run, 'merge')}`);
       }
     }
   }

@@ -261,26 +261,33 @@ describe.concurrent('tagmask check', { timeout: 60_000 }, () => {
     }
   });
 
-  it('one flipped response_mask bit: exit 1, and the disagreement starts at that token', async () => {
+  it('flipped response_mask bits: exit 1, each disagreement at its token, named given/protocol with its direction', async () => {
     const lines = verlLines();
     const target = lines.findIndex((line) => line.id === 'c-single-search-then-answer');
     expect(target).toBeGreaterThanOrEqual(0);
     const line = lines[target];
-    // flip the first observation token of the response (mask 0 → 1)
+    // flip the first observation token of the response (given 0 → 1: the given mask now trains on environment text)
+    // and the response's first token, which the model wrote (1 → 0: the given mask leaves it untrained)
     const j = line.response_mask.indexOf(0);
-    expect(j).toBeGreaterThan(0);
-    line.response_mask = line.response_mask.map((value, i) => (i === j ? 1 - value : value));
+    expect(j).toBeGreaterThan(1);
+    expect(line.response_mask[0]).toBe(1);
+    line.response_mask = line.response_mask.map((value, i) => (i === j || i === 0 ? 1 - value : value));
     const file = tempFile('verl-flipped.jsonl', `${lines.map((item) => JSON.stringify(item)).join('\n')}\n`);
     const run = await tagmask(['check', '--grammar', 'search-r1', '--tokenizer', QWEN, file]);
     expect(run.code).toBe(1);
     const output = jsonLines(run.stdout);
     output.forEach((item, i) => expect(item.agree).toBe(i !== target));
     const { disagreements } = output[target];
-    expect(disagreements).toHaveLength(1);
-    expect(disagreements[0].start).toBe(line.prompt_ids.length + j);
-    expect(disagreements[0].end).toBe(line.prompt_ids.length + j + 1);
-    expect(disagreements[0].expected).toBe(1);
-    expect(disagreements[0].actual).toBe(0);
+    const at = line.prompt_ids.length;
+    expect(disagreements.map(({ start, end, given, protocol, direction }: Record<string, unknown>) => ({ start, end, given, protocol, direction }))).toEqual([
+      { start: at, end: at + 1, given: 0, protocol: 1, direction: 'leaves model tokens untrained' },
+      { start: at + j, end: at + j + 1, given: 1, protocol: 0, direction: 'trains on environment text' },
+    ]);
+    expect(disagreements[0]).not.toHaveProperty('expected');
+    expect(run.stderr).toContain(`c-single-search-then-answer: mask-mismatch tokens [${at}, ${at + 1}) given 0, protocol 1: the given mask leaves model tokens untrained`);
+    expect(run.stderr).toContain(`c-single-search-then-answer: mask-mismatch tokens [${at + j}, ${at + j + 1}) given 1, protocol 0: the given mask trains on environment text`);
+    expect(run.stderr).toContain('1 run(s) where the given mask trains on environment text');
+    expect(run.stderr).toContain('1 run(s) where the given mask leaves model tokens untrained');
   });
 });
 
@@ -302,6 +309,10 @@ describe.concurrent('tagmask conformance', { timeout: 60_000 }, () => {
     const run = await tagmask(['conformance', suite]);
     expect(run.code).toBe(1);
     expect(run.stdout).toContain('conformance: disagreements found');
+    // the sides are the construction's mask and tagmask's
+    expect(run.stdout).toContain(`${line.id}: mask-mismatch tokens [${j}, ${j + 1}) construction 0, protocol 1: the construction's mask leaves model tokens untrained`);
+    const json = jsonLines((await tagmask(['conformance', suite, '--json'])).stdout);
+    expect(json[0].disagreements).toMatchObject([{ start: j, end: j + 1, construction: 0, protocol: 1, direction: 'leaves model tokens untrained' }]);
   });
 });
 
@@ -332,7 +343,10 @@ describe('check reads tinker datums', () => {
     const disagree = spawnSync('node', ['bin/tagmask.js', 'check', '--grammar', 'tutorial', '--tokenizer', 'samples/tutorial-404/tokenizer.json', '-'], { cwd: ROOT, input: `${wrong}\n`, encoding: 'utf8' });
     expect(disagree.status).toBe(1);
     // Target index 1 is token 2 (302), part of the prompt.
-    expect(JSON.parse(disagree.stdout).disagreements).toMatchObject([{ start: 2, end: 3, expected: 1, actual: 0 }]);
+    expect(JSON.parse(disagree.stdout)).toMatchObject({ frame: 'targets', disagreements: [{ start: 2, end: 3, given: 1, protocol: 0, direction: 'trains on environment text' }] });
+    // The report says the mask was read in target space before giving token ranges.
+    expect(disagree.stderr).toContain('d: the mask has 4 values for 5 tokens, read in target space');
+    expect(disagree.stderr).toContain('1 mask(s) one shorter than their tokens, read in target space');
   });
 });
 
