@@ -24,7 +24,7 @@ export type { Span } from './spans.ts';
 export type { OptionValues } from './scan.ts';
 export type { ByteTable } from './tokenizer/table.ts';
 export type { CompiledGrammar } from './grammar/compile.ts';
-export type { LoadedTokenizer, TransformersTokenizer } from './tokenizer/load.ts';
+export type { LoadedTokenizer, TransformersTokenizer, EncodeOptions, DecodeOptions, ChatMessage, ChatTemplateOptions, ChatRendering } from './tokenizer/load.ts';
 
 export interface MaskResult {
   /** 1 = the model sampled this token (train on it), 0 = prompt, environment, padding. */

