@@ -43,6 +43,8 @@ export function modelLiterals(grammar: Grammar): Array<{ literal: string; path: 
   grammar.handovers.forEach((handover, index) => {
     if (handover.after !== undefined) literals.push({ literal: handover.after, path: `handovers[${index}].after` });
   });
+  // A template header is heard anywhere in a model turn (it is never the model's), so it competes with the rest.
+  grammar.headers.forEach((literal, index) => literals.push({ literal, path: `headers[${index}]` }));
   return literals;
 }
 
@@ -90,6 +92,7 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
       add('reply-shape', 'error', path, 'an envelope needs exactly one of "close" (its own last bytes) and "ends_before" (the model\'s next marker)');
     }
     if (reply.close_then_optional.length && reply.close === undefined) add('reply-shape', 'error', `${path}.close_then_optional`, 'only an envelope with "close" can have optional text after it');
+    if (reply.repeats && (reply.open === undefined || reply.close === undefined)) add('reply-shape', 'error', `${path}.repeats`, 'only an envelope with "open" and "close" can repeat: its open is looked for right after its close');
     if (reply.interrupts && reply.text === undefined) add('reply-shape', 'error', `${path}.interrupts`, 'only a fixed "text" can interrupt a turn: an envelope is found only after a handover');
     if (!reply.interrupts && !referenced.has(name)) add('unreachable-reply', 'warning', path, `no handover lists ${show(name)} and it does not interrupt, so it can never be recognised`);
     if (typeof reply.max_tokens === 'string' && !(reply.max_tokens.slice(1) in grammar.options)) {
@@ -101,7 +104,11 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
   }
 
   const optionUses: Array<[string | undefined, string]> = [[grammar.prompt.optional_when, 'prompt.optional_when'],
-    ...Object.entries(grammar.replies).map(([name, reply]): [string | undefined, string] => [reply.optional_when, `${joinPath('replies', name)}.optional_when`])];
+    ...grammar.prompt.then_optional_when.map((option, index): [string | undefined, string] => [option, `prompt.then_optional[${index}]`]),
+    ...Object.entries(grammar.replies).flatMap(([name, reply]): Array<[string | undefined, string]> => [
+      [reply.optional_when, `${joinPath('replies', name)}.optional_when`],
+      ...reply.close_then_optional_when.map((option, index): [string | undefined, string] => [option, `${joinPath('replies', name)}.close_then_optional[${index}]`]),
+    ])];
   for (const [option, path] of optionUses) {
     if (option !== undefined && !(option in grammar.options)) add('unknown-option', 'error', path, `no option named ${show(option)} (options: ${Object.keys(grammar.options).join(', ')})`);
   }
@@ -122,6 +129,15 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
   for (const a of prompts) for (const b of prompts) {
     if (a !== b && a.literal.includes(b.literal)) add('literal-overlap', 'error', a.path, `${show(a.literal)} contains ${b.path} ${show(b.literal)}`);
   }
+  grammar.handovers.forEach((handover, index) => {
+    handover.model_continues.forEach((literal, at) => {
+      const clash = Object.values(grammar.replies).find((reply) => {
+        const start = reply.open ?? reply.text;
+        return start !== undefined && (start.startsWith(literal) || literal.startsWith(start));
+      });
+      if (clash) add('literal-overlap', 'error', `handovers[${index}].model_continues[${at}]`, `${show(literal)} and a reply's start (${show(clash.open ?? clash.text!)}) begin alike: after the handover one could not tell who writes`);
+    });
+  });
   if (grammar.prompt.ends_after.length === 0) {
     add('no-prompt-end', 'warning', 'prompt.ends_after', 'no prompt end is declared: every rollout must bring "prompt_length"');
   }

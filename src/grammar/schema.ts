@@ -17,6 +17,13 @@ export interface Grammar {
   padding: string[];
   /** Padding texts the model samples to stop: the first of a closing run is the model's (mask 1). */
   stop: string[];
+  /**
+   * Role headers the chat template writes before a model turn (`<|start_header_id|>assistant<|end_header_id|>\n\n`):
+   * never the model's, wherever they stand: heard anywhere in a model turn (also as its first bytes, when a
+   * `prompt_length` ends before the header) and after any handover (after whitespace only). `prompt.then_optional`
+   * is read after them too. A handover's `model_continues` makes the one right after it the model's.
+   */
+  headers: string[];
 }
 
 export interface OptionSpec { default: number | null; description?: string; values?: Array<number | null> }
@@ -28,6 +35,8 @@ export interface PromptSpec {
   then_optional: string[];
   /** `"$option"`: `then_optional` applies only while this option is 1 (does the template insert it?). */
   optional_when?: string;
+  /** Per `then_optional` literal, the option that switches it (`{"text", "when"}` items, else `optional_when`). */
+  then_optional_when: Array<string | undefined>;
 }
 
 export interface TagSpec {
@@ -58,6 +67,9 @@ export interface HandoverSpec {
   /** The handover literal is the model's stop token (`<|im_end|>`): it never writes after it, so text that
    * follows without a reply the protocol allows is not the model's (trailing, mask `after_end`). */
   model_stops: boolean;
+  /** Headers the model samples itself right after this literal to go on with its turn (gpt-oss writes
+   * `<|start|>assistant` after `<|end|>`): action, no diagnostic. Tried before the replies. */
+  model_continues: string[];
 }
 
 export interface ReplySpec {
@@ -68,6 +80,10 @@ export interface ReplySpec {
   close_then_optional: string[];
   /** `"$option"`: `close_then_optional` applies only while this option is 1. */
   optional_when?: string;
+  /** Per `close_then_optional` literal, the option that switches it (`{"text", "when"}` items, else `optional_when`). */
+  close_then_optional_when: Array<string | undefined>;
+  /** After its close, the reply's own `open` may follow at once: the reply goes on (DeepSeek V3.1 tool outputs). */
+  repeats: boolean;
   /** A fixed message instead of an envelope. */
   text?: string;
   /** Recognised anywhere in a model turn, not only after a handover (the model's turn end is invisible). */
@@ -128,6 +144,30 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
     if (typeof field !== 'string' || !/^\$\w+$/.test(field)) { issue(`${path}.optional_when`, 'expected "$option"'); return undefined; }
     return field.slice(1);
   };
+  /** A list of optional literals: strings (switched by the list's `optional_when`) or `{"text", "when": "$option"}`. */
+  const optionalLiterals = (object: Record<string, Json>, key: string, path: string, listWhen: string | undefined): { texts: string[]; when: Array<string | undefined> } => {
+    const field = object[key];
+    const here = path ? `${path}.${key}` : key;
+    const texts: string[] = [];
+    const when: Array<string | undefined> = [];
+    if (field === undefined) return { texts, when };
+    if (!Array.isArray(field)) { issue(here, 'expected an array of literals or {"text", "when"} objects'); return { texts, when }; }
+    field.forEach((item, index) => {
+      if (typeof item === 'string' && item.length > 0) { texts.push(item); when.push(listWhen); return; }
+      if (isObject(item)) {
+        unknownKeys(item, ['text', 'when'], `${here}[${index}]`);
+        const text = item.text;
+        const condition = item.when;
+        if (typeof text !== 'string' || text.length === 0) { issue(`${here}[${index}].text`, 'expected a non-empty string'); return; }
+        if (condition !== undefined && (typeof condition !== 'string' || !/^\$\w+$/.test(condition))) { issue(`${here}[${index}].when`, 'expected "$option"'); return; }
+        texts.push(text);
+        when.push(condition === undefined ? listWhen : (condition as string).slice(1));
+        return;
+      }
+      issue(`${here}[${index}]`, 'expected a non-empty string or {"text", "when": "$option"}');
+    });
+    return { texts, when };
+  };
   const unknownKeys = (object: Record<string, Json>, allowed: string[], path: string) => {
     for (const key of Object.keys(object)) {
       if (!allowed.includes(key)) issue(joinPath(path, key), `unknown field "${key}" (expected one of: ${allowed.join(', ')})`);
@@ -135,7 +175,7 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
   };
 
   if (!isObject(value)) return { issues: [{ path: '', message: 'a grammar is a JSON object' }] };
-  unknownKeys(value, ['$schema', 'name', 'description', 'sources', 'options', 'prompt', 'tags', 'handovers', 'replies', 'padding', 'stop'], '');
+  unknownKeys(value, ['$schema', 'name', 'description', 'sources', 'options', 'prompt', 'tags', 'handovers', 'replies', 'padding', 'stop', 'headers'], '');
   const name = string(value, 'name', '', true) ?? '';
   const description = typeof value.description === 'string' ? value.description : undefined;
   const sources = strings(value, 'sources', '');
@@ -157,11 +197,13 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
     }
   }
 
-  let prompt: PromptSpec = { ends_after: [], then_optional: [] };
+  let prompt: PromptSpec = { ends_after: [], then_optional: [], then_optional_when: [] };
   if (!isObject(value.prompt)) issue(value.prompt === undefined ? '' : 'prompt', value.prompt === undefined ? 'missing "prompt"' : 'expected an object');
   else {
     unknownKeys(value.prompt, ['ends_after', 'then_optional', 'optional_when'], 'prompt');
-    prompt = { ends_after: strings(value.prompt, 'ends_after', 'prompt'), then_optional: strings(value.prompt, 'then_optional', 'prompt'), optional_when: optionReference(value.prompt, 'prompt') };
+    const optionalWhen = optionReference(value.prompt, 'prompt');
+    const optional = optionalLiterals(value.prompt, 'then_optional', 'prompt', optionalWhen);
+    prompt = { ends_after: strings(value.prompt, 'ends_after', 'prompt'), then_optional: optional.texts, optional_when: optionalWhen, then_optional_when: optional.when };
   }
 
   const tags: Record<string, TagSpec> = {};
@@ -188,14 +230,17 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
   else ((value.handovers ?? []) as Json[]).forEach((spec, index) => {
     const path = `handovers[${index}]`;
     if (!isObject(spec)) { issue(path, 'expected {"after" | "after_tag", "replies", "ends_episode"?}'); return; }
-    unknownKeys(spec, ['after', 'after_tag', 'replies', 'ends_episode', 'model_stops'], path);
+    unknownKeys(spec, ['after', 'after_tag', 'replies', 'ends_episode', 'model_stops', 'model_continues'], path);
     const after = string(spec, 'after', path, false);
     const afterTag = string(spec, 'after_tag', path, false);
     if ((after === undefined) === (afterTag === undefined)) issue(path, 'give exactly one of "after" (a literal) and "after_tag" (a tag\'s close)');
     for (const flag of ['ends_episode', 'model_stops']) {
       if (spec[flag] !== undefined && typeof spec[flag] !== 'boolean') issue(`${path}.${flag}`, 'expected true or false');
     }
-    handovers.push({ after, after_tag: afterTag, replies: strings(spec, 'replies', path), ends_episode: spec.ends_episode === true, model_stops: spec.model_stops === true });
+    handovers.push({
+      after, after_tag: afterTag, replies: strings(spec, 'replies', path), ends_episode: spec.ends_episode === true, model_stops: spec.model_stops === true,
+      model_continues: strings(spec, 'model_continues', path),
+    });
   });
 
   const replies: Record<string, ReplySpec> = {};
@@ -203,17 +248,23 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
   else for (const [key, spec] of Object.entries((value.replies ?? {}) as Record<string, Json>)) {
     const path = joinPath('replies', key);
     if (!isObject(spec)) { issue(path, 'expected a reply object'); continue; }
-    unknownKeys(spec, ['open', 'close', 'ends_before', 'close_then_optional', 'optional_when', 'text', 'interrupts', 'max_tokens'], path);
+    unknownKeys(spec, ['open', 'close', 'ends_before', 'close_then_optional', 'optional_when', 'text', 'interrupts', 'max_tokens', 'repeats'], path);
+    const optionalWhen = optionReference(spec, path);
+    const optional = optionalLiterals(spec, 'close_then_optional', path, optionalWhen);
     const reply: ReplySpec = {
       open: string(spec, 'open', path, false),
       close: string(spec, 'close', path, false),
       ends_before: string(spec, 'ends_before', path, false),
-      close_then_optional: strings(spec, 'close_then_optional', path),
-      optional_when: optionReference(spec, path),
+      close_then_optional: optional.texts,
+      optional_when: optionalWhen,
+      close_then_optional_when: optional.when,
       text: string(spec, 'text', path, false),
       interrupts: spec.interrupts === true,
+      repeats: spec.repeats === true,
     };
-    if (spec.interrupts !== undefined && typeof spec.interrupts !== 'boolean') issue(`${path}.interrupts`, 'expected true or false');
+    for (const flag of ['interrupts', 'repeats']) {
+      if (spec[flag] !== undefined && typeof spec[flag] !== 'boolean') issue(`${path}.${flag}`, 'expected true or false');
+    }
     const budget = spec.max_tokens;
     if (budget !== undefined) {
       if (typeof budget === 'number' && Number.isInteger(budget) && budget > 0) reply.max_tokens = budget;
@@ -223,9 +274,10 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
     replies[key] = reply;
   }
 
+  const headers = strings(value, 'headers', '');
   const padding = strings(value, 'padding', '');
   const stop = strings(value, 'stop', '');
   stop.forEach((text, index) => { if (!padding.includes(text)) issue(`stop[${index}]`, `${JSON.stringify(text)} must also be listed in "padding": a stop token is the first of the closing padding run`); });
   if (issues.length) return { issues };
-  return { grammar: { name, description, sources, options, prompt, tags, handovers, replies, padding, stop }, issues };
+  return { grammar: { name, description, sources, options, prompt, tags, handovers, replies, padding, stop, headers }, issues };
 }
