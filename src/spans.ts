@@ -6,9 +6,10 @@
  * token: reported, and given the side whose mask equals the `straddle` option (default 0).
  * Every token gets exactly one span, so spans tile [0, n) and the mask is read off the spans.
  */
-import type { Bound, Segments } from './scan.ts';
-import { SEVERITY } from './diagnostics.ts';
-import { textOf } from './tokenizer/table.ts';
+import type { Bound } from './scan/bind.ts';
+import type { Segments } from './scan/segments.ts';
+import { readAttributes } from './attributes.ts';
+import { pieceOf } from './tokenizer/table.ts';
 
 export interface Span {
   role: 'action' | 'observation';
@@ -27,14 +28,14 @@ function holdsByte(segments: Segments, m: number): boolean {
 }
 
 /**
- * Token index where each segment's tokens start; straddles are reported into `segments.diagnostics`.
+ * Token index where each segment's tokens start; straddles are noted into `segments.records`.
  *
  * The segments that begin inside one token t, with the one already running at its first byte, share it.
  * Only those holding at least one of its bytes count: a state entered and left at the same byte (an empty
  * model turn) owns nothing. If they all have one mask value, the token goes to the running segment;
  * otherwise it straddles, takes the value of option `straddle`, and goes to the first sharer with that value.
  */
-function segmentStarts(bound: Bound, ids: ArrayLike<number>, segments: Segments, reportStraddles: boolean): Int32Array {
+export function segmentStarts(bound: Bound, segments: Segments): Int32Array {
   const { stateMask, straddleMask } = bound;
   const { count, token, offset, state } = segments;
   const starts = segments.starts;
@@ -51,18 +52,10 @@ function segmentStarts(bound: Bound, ids: ArrayLike<number>, segments: Segments,
     let owner = j - 1;
     if (mixed) {
       for (let m = j - 1; m < k; m++) if ((m === j - 1 || holdsByte(segments, m)) && stateMask[state[m]] === straddleMask) { owner = m; break; }
-      if (reportStraddles) {
-        const sides = [];
-        for (let m = j - 1; m < k; m++) if (m === j - 1 || holdsByte(segments, m)) sides.push(stateMask[state[m]] === 1 ? 'action' : 'observation');
-        segments.diagnostics.push({
-          code: 'straddling-token',
-          severity: SEVERITY['straddling-token'],
-          token: t,
-          message: segments.messages
-            ? `token ${t} (${JSON.stringify(textOf(bound.table, ids, t, t + 1))}) holds bytes of ${sides.join(' then ')}; it gets mask ${straddleMask} (option straddle)`
-            : '',
-        });
-      }
+      // The sides in reverse byte order, so the first ends up in bit 0 (see ScanRecord.sides).
+      let sides = 1;
+      for (let m = k - 1; m >= j - 1; m--) if (m === j - 1 || holdsByte(segments, m)) sides = (sides << 1) | stateMask[state[m]];
+      segments.note('straddling-token', t, -1, straddleMask, sides);
     }
     for (let m = j; m < k; m++) starts[m] = m <= owner ? t : t + 1;
     j = k;
@@ -71,25 +64,27 @@ function segmentStarts(bound: Bound, ids: ArrayLike<number>, segments: Segments,
 }
 
 /**
- * Write the mask of one rollout into `mask[at .. at + token count)`. The hot path: no objects per span;
- * short runs are written by a loop, since `fill` costs more than a few stores.
+ * Write the mask of one rollout (`n` tokens, segment starts from `segmentStarts`) into
+ * `mask[at .. at + n)`. The hot path: no objects per span; short runs are written by a loop, since `fill`
+ * costs more than a few stores. Returns whether any token got mask 1.
  */
-export function fillMask(bound: Bound, ids: ArrayLike<number>, segments: Segments, mask: Uint8Array, at = 0): void {
-  const starts = segmentStarts(bound, ids, segments, true);
-  const n = ids.length;
+export function fillMask(bound: Bound, segments: Segments, starts: Int32Array, n: number, mask: Uint8Array, at = 0): boolean {
   const { stateMask } = bound;
+  let any = false;
   for (let j = 0; j < segments.count; j++) {
     const start = at + starts[j];
     const end = at + (j + 1 < segments.count ? starts[j + 1] : n);
     const value = stateMask[segments.state[j]];
+    if (value === 1 && end > start) any = true;
     if (end - start > 32) mask.fill(value, start, end);
     else for (let i = start; i < end; i++) mask[i] = value;
   }
+  return any;
 }
 
 /** The spans of one rollout: consecutive, non-empty, tiling [0, n), same-kind neighbours merged. */
-export function buildSpans(bound: Bound, ids: ArrayLike<number>, segments: Segments): Span[] {
-  const starts = segmentStarts(bound, ids, segments, false);
+export function buildSpans(bound: Bound, ids: ArrayLike<number>, segments: Segments, starts: Int32Array): Span[] {
+  const attributes = readTagAttributes(bound, ids, segments);
   const { states } = bound.grammar;
   const spans: Span[] = [];
   const n = ids.length;
@@ -99,10 +94,29 @@ export function buildSpans(bound: Bound, ids: ArrayLike<number>, segments: Segme
     const state = segments.state[j];
     const role = bound.stateMask[state] === 1 ? 'action' : 'observation';
     const tag = states[state].kind;
-    const attrs = segments.attributes.get(j);
+    const attrs = attributes?.get(j);
     const previous = spans[spans.length - 1];
     if (previous && !attrs && previous.role === role && previous.tag === tag) previous.end = end;
     else spans.push(attrs ? { role, tag, start: starts[j], end, attrs } : { role, tag, start: starts[j], end });
   }
   return spans;
+}
+
+/** The attributes of the tags the scan delimited (`<invoke name="search">`), by the segment each opens. */
+function readTagAttributes(bound: Bound, ids: ArrayLike<number>, segments: Segments): Map<number, Record<string, string>> | undefined {
+  const ranges = segments.tagRanges;
+  if (ranges.length === 0) return undefined;
+  const attributes = new Map<number, Record<string, string>>();
+  const decoder = new TextDecoder();
+  for (let at = 0; at < ranges.length; at += 5) {
+    const [segment, fromToken, fromOffset, toToken, toOffset] = ranges.slice(at, at + 5);
+    const bytes: number[] = [];
+    for (let t = fromToken; t <= toToken; t++) {
+      const piece = pieceOf(bound.table, ids[t]);
+      bytes.push(...piece.subarray(t === fromToken ? fromOffset : 0, t === toToken ? toOffset : piece.length));
+    }
+    // Read under a neutral name: HTML parsing rules for names like <tr> or <title> would drop the element.
+    attributes.set(segment, readAttributes(`<span${decoder.decode(Uint8Array.from(bytes))}`));
+  }
+  return attributes;
 }

@@ -7,7 +7,7 @@
  * flag is misspelled, and a pointer to the command's --help.
  */
 import { parseArgs as parseNodeArgs } from 'node:util';
-import type { OptionValues } from '../scan.ts';
+import type { OptionValues } from '../scan/bind.ts';
 
 export interface FlagSpec {
   type: 'string' | 'boolean';

@@ -7,14 +7,19 @@ import { loadGrammar } from '../grammar/load.ts';
 import { needsAttributes, prepareAttributeReader } from '../attributes.ts';
 import { loadTokenizer, type LoadedTokenizer } from '../tokenizer/load.ts';
 import type { CompiledGrammar } from '../grammar/compile.ts';
-import type { OptionValues } from '../scan.ts';
+import type { OptionValues } from '../scan/bind.ts';
 import { compareMasks, formatDisagreement, formatFrame, frameOf } from '../conformance.ts';
 import { JsonlWriter, readJsonl } from '../io/jsonl.ts';
 import { readRolloutBytes, type RolloutLine } from '../io/rollout.ts';
 import { RolloutError } from '../diagnostics.ts';
 
-/** One Masker per distinct option set (rollouts may bring their own options). */
+/**
+ * One Masker per distinct option set (rollouts may bring their own options). Binding a new set costs only
+ * its small option arrays (the vocabulary tables are shared), so the pool keeps the most recently used
+ * MAX_OPTION_SETS and drops the oldest: a file where every line has its own budget stays bounded in memory.
+ */
 export class MaskerPool {
+  static readonly MAX_OPTION_SETS = 64;
   private readonly maskers = new Map<string, Masker>();
   constructor(readonly grammar: CompiledGrammar, readonly tokenizer: LoadedTokenizer, readonly options: OptionValues) {}
 
@@ -22,10 +27,14 @@ export class MaskerPool {
     const options = { ...this.options, ...lineOptions };
     const key = JSON.stringify(Object.entries(options).sort());
     let masker = this.maskers.get(key);
-    if (!masker) {
+    if (masker) {
+      // Most recently used last: Map keeps insertion order.
+      this.maskers.delete(key);
+    } else {
       masker = new Masker(this.grammar, this.tokenizer.table, options);
-      this.maskers.set(key, masker);
+      if (this.maskers.size >= MaskerPool.MAX_OPTION_SETS) this.maskers.delete(this.maskers.keys().next().value!);
     }
+    this.maskers.set(key, masker);
     return masker;
   }
 

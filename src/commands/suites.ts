@@ -16,7 +16,7 @@ import { checkTrajectory, clip, compareMasks, formatDisagreement, type Trajector
 import { readJsonl } from '../io/jsonl.ts';
 import { readOptions, readRolloutLine } from '../io/rollout.ts';
 import { parseTrajectoryLine } from '../merge.ts';
-import type { OptionValues } from '../scan.ts';
+import type { OptionValues } from '../scan/bind.ts';
 import { MaskerPool, runRollouts, formatSummary } from './mask.ts';
 
 export { BUNDLED_SAMPLES };

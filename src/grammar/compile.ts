@@ -1,5 +1,6 @@
 /**
- * Grammar → xstate machine → the tables the hot loop runs.
+ * Grammar → xstate machine (machine.ts) → the tables the hot loop runs: the state and transition tables
+ * here, the byte automata in automata.ts.
  *
  * The xstate machine is the single definition of the protocol: who may write next, which kind a span
  * has, which diagnostics a step raises. xstate costs ~3–16 µs per event (feasibility.md §5), so the
@@ -9,11 +10,13 @@
 import { createMachine, initialTransition, transition, type AnyMachineSnapshot, type AnyStateMachine } from 'xstate';
 import { modelLiterals, type GrammarIssue } from './check.ts';
 import type { Grammar } from './schema.ts';
+import { machineConfig, type TransitionCode } from './machine.ts';
+import { buildDfa, interruptTrigger, type Dfa, type DfaLiteral } from './automata.ts';
+
+export { machineConfig, type TransitionCode } from './machine.ts';
+export { interruptTrigger, type Dfa, type DfaLiteral } from './automata.ts';
 
 export type Role = 'prompt' | 'action' | 'observation' | 'trailing';
-
-/** Diagnostic codes a machine transition can raise. */
-export type TransitionCode = 'nested-tag' | 'observation-tag-in-action' | 'missing-reply' | 'text-after-end' | 'reply-in-reply';
 
 export interface StateInfo {
   key: string;
@@ -27,34 +30,6 @@ export interface StateInfo {
 }
 
 export interface EventInfo { type: string }
-
-export interface Dfa {
-  /**
-   * `step[state * 256 + byte]`: the next state, or `~literal` when that byte completes a literal (the
-   * scanner then starts again from the root, so an accepting state needs no row). One load per byte.
-   */
-  step: Int32Array;
-  literals: DfaLiteral[];
-  /** Bytes that leave the root: a token without any of them cannot start a match. */
-  firstBytes: Uint8Array;
-}
-
-export interface DfaLiteral {
-  bytes: Uint8Array;
-  /** Bytes from where the literal's meaning starts to the end of the match (its length, or more for a trigger). */
-  back: number;
-  event: number;
-  /** The literal starts the next state rather than ending this one (ReAct's reply ends before `Thought:`). */
-  endsBefore: boolean;
-  /** A trigger for this interrupting reply: verify its whole text from the trigger's start. */
-  interrupt: number;
-  /** Counts only at the start of a line or of the model's turn. */
-  lineStart: boolean;
-  /** Opens a tag: the tag's kind begins at the literal's first byte. */
-  opens: boolean;
-  /** A tag name prefix: the tag runs to `>`, its attributes are read. */
-  attributes: boolean;
-}
 
 export interface ReplyInfo {
   name: string;
@@ -92,153 +67,11 @@ export interface CompiledGrammar {
 
 const utf8 = new TextEncoder();
 
-/** The xstate machine config a grammar means. Plain data, so it can be printed, tested and visualised. */
-export function machineConfig(grammar: Grammar) {
-  const tagNames = Object.keys(grammar.tags);
-  const report = (code: TransitionCode) => ({ type: 'report', params: { code } });
-  const handoverAfterTag = new Map<string, number>();
-  grammar.handovers.forEach((handover, index) => { if (handover.after_tag) handoverAfterTag.set(handover.after_tag, index); });
-
-  // A handover literal is heard in every kind of the turn: Search-R1 cuts after the first </search>,
-  // even one written inside <think>. A tag whose close is such a literal has no separate close event.
-  const modelOn: Record<string, unknown> = {};
-  const handoverLiterals = new Set<string>();
-  grammar.handovers.forEach((handover, index) => {
-    if (handover.after === undefined) return;
-    modelOn[`HANDOVER:${index}`] = `#grammar.handover-${index}`;
-    handoverLiterals.add(handover.after);
-  });
-  for (const [name, reply] of Object.entries(grammar.replies)) {
-    if (reply.interrupts) modelOn[`INTERRUPT:${name}`] = `#grammar.reply-${name}`;
-  }
-
-  // Kinds nest where a tag `contains` another: `function_calls>invoke>parameter` is a state of its own, so
-  // closing the inner tag returns to the outer kind. Any other tag opened inside a closable one replaces it
-  // (a `nested-tag` note); markers without a close just follow one another.
-  const MAX_DEPTH = 4;
-  const stacks: string[][] = [['text']];
-  const grow = (stack: string[]) => {
-    stacks.push(stack);
-    if (stack.length >= MAX_DEPTH) return;
-    for (const inner of grammar.tags[stack[stack.length - 1]].contains) if (!stack.includes(inner)) grow([...stack, inner]);
-  };
-  for (const tag of tagNames) grow([tag]);
-  const stateName = (stack: string[]) => stack.join('>');
-  const names = new Set(stacks.map(stateName));
-
-  const kindStates: Record<string, unknown> = {};
-  for (const stack of stacks) {
-    const kind = stack[stack.length - 1];
-    const own = kind === 'text' ? undefined : grammar.tags[kind];
-    const on: Record<string, unknown> = {};
-    for (const tag of tagNames) {
-      const actions = [];
-      const nested = own && own.contains.includes(tag) && names.has(stateName([...stack, tag]));
-      if (own && own.close.length && !nested) actions.push(report('nested-tag'));
-      if (grammar.tags[tag].lookalike) actions.push(report('observation-tag-in-action'));
-      on[`OPEN:${tag}`] = { target: nested ? stateName([...stack, tag]) : tag, actions };
-    }
-    if (own?.close.some((literal) => !handoverLiterals.has(literal))) {
-      const handover = handoverAfterTag.get(kind);
-      on[`CLOSE:${kind}`] = handover !== undefined ? `#grammar.handover-${handover}` : stack.length > 1 ? stateName(stack.slice(0, -1)) : 'text';
-    }
-    kindStates[stateName(stack)] = { meta: { kind }, on };
-  }
-
-  // END: the stream's closing padding begins; wherever the protocol stands, the rest is trailing.
-  modelOn.END = 'done';
-  const states: Record<string, unknown> = {
-    prompt: { tags: ['prompt'], meta: { kind: 'prompt' }, on: { PROMPT_END: 'model', END: 'done' } },
-    model: { tags: ['action'], initial: 'text', on: modelOn, states: kindStates },
-    done: { tags: ['trailing'], meta: { kind: 'trailing' }, type: 'final' },
-  };
-  grammar.handovers.forEach((handover, index) => {
-    const on: Record<string, unknown> = {};
-    for (const reply of handover.replies) on[`REPLY:${reply}`] = `reply-${reply}`;
-    on.END = 'done';
-    // Text after a handover that no allowed reply explains: the model's own, unless the handover was the
-    // model's stop token, after which it never writes.
-    on.CONTINUE = { target: handover.model_stops ? 'done' : 'model', actions: [report(handover.ends_episode && !handover.model_stops ? 'text-after-end' : 'missing-reply')] };
-    states[`handover-${index}`] = { meta: { handover: index }, on };
-  });
-  for (const [name, reply] of Object.entries(grammar.replies)) {
-    const on: Record<string, unknown> = { REPLY_END: 'model', END: 'done' };
-    // The reply's own opening inside it: an earlier reply was cut (its close is missing) and swallowed a turn.
-    if (reply.open !== undefined && reply.close !== undefined) on.REOPEN = { actions: [report('reply-in-reply')] };
-    states[`reply-${name}`] = { tags: ['observation'], meta: { kind: name, reply: name }, on };
-  }
-  return { id: 'grammar', initial: 'prompt', states };
-}
-
-/**
- * What the scanner looks for to find an interrupting text: a piece of it that no other model literal
- * overlaps, starting at its first non-space character (a leading newline would send every token holding
- * one through the byte automaton). Returns the piece and how many bytes of the text precede its end.
- */
-export function interruptTrigger(text: string, others: string[]): { trigger: string; bytesToEnd: number } {
-  const start = Math.max(0, text.search(/\S/));
-  let end = text.length;
-  for (let at = start + 1; at < text.length; at++) {
-    const rest = text.slice(at);
-    if (others.some((literal) => rest.startsWith(literal) || literal.startsWith(rest))) { end = at; break; }
-  }
-  return { trigger: text.slice(start, end), bytesToEnd: utf8.encode(text.slice(0, end)).length };
-}
-
 interface StateMeta { kind?: string; handover?: number; reply?: string }
 
 /** The meta of a snapshot's active state nodes, merged (the leaf's kind wins over its parent's). */
 function metaOf(snapshot: AnyMachineSnapshot): StateMeta {
   return Object.values(snapshot.getMeta() as Record<string, StateMeta>).reduce((all, item) => ({ ...all, ...item }), {});
-}
-
-function buildDfa(literals: DfaLiteral[]): Dfa {
-  // Aho–Corasick over bytes, made a full DFA. check.ts rejects one literal inside another, so each
-  // accepting state accepts exactly its own literal.
-  const goto: Array<Map<number, number>> = [new Map()];
-  const accept: number[] = [-1];
-  literals.forEach((literal, index) => {
-    let state = 0;
-    for (const byte of literal.bytes) {
-      let next = goto[state].get(byte);
-      if (next === undefined) {
-        next = goto.length;
-        goto.push(new Map());
-        accept.push(-1);
-        goto[state].set(byte, next);
-      }
-      state = next;
-    }
-    accept[state] = index;
-  });
-  const count = goto.length;
-  const delta = new Int32Array(count * 256);
-  const fail = new Int32Array(count);
-  const queue: number[] = [];
-  for (let byte = 0; byte < 256; byte++) {
-    const next = goto[0].get(byte);
-    if (next !== undefined) { delta[byte] = next; queue.push(next); }
-  }
-  while (queue.length) {
-    const state = queue.shift()!;
-    for (let byte = 0; byte < 256; byte++) {
-      const next = goto[state].get(byte);
-      if (next === undefined) delta[state * 256 + byte] = delta[fail[state] * 256 + byte];
-      else {
-        fail[next] = delta[fail[state] * 256 + byte];
-        delta[state * 256 + byte] = next;
-        queue.push(next);
-      }
-    }
-  }
-  const firstBytes = new Uint8Array(256);
-  for (let byte = 0; byte < 256; byte++) firstBytes[byte] = delta[byte] !== 0 ? 1 : 0;
-  const step = new Int32Array(count * 256);
-  for (let at = 0; at < step.length; at++) {
-    const target = delta[at];
-    step[at] = accept[target] >= 0 ? ~accept[target] : target;
-  }
-  return { step, literals, firstBytes };
 }
 
 export function compileGrammar(grammar: Grammar): CompiledGrammar {

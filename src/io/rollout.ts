@@ -1,7 +1,7 @@
 /**
  * Input lines: what a rollout line may hold, validated with messages that name the field and index.
  */
-import type { OptionValues } from '../scan.ts';
+import type { OptionValues } from '../scan/bind.ts';
 
 export interface RolloutLine {
   id: unknown;

@@ -1,0 +1,98 @@
+/**
+ * Byte automata: per machine state, one DFA over the literals that state can hear (Aho–Corasick made a
+ * full table, one load per byte), and the choice of what to look for to find an interrupting text.
+ */
+
+const utf8 = new TextEncoder();
+
+export interface Dfa {
+  /**
+   * `step[state * 256 + byte]`: the next state, or `~literal` when that byte completes a literal (the
+   * scanner then starts again from the root, so an accepting state needs no row). One load per byte.
+   */
+  step: Int32Array;
+  literals: DfaLiteral[];
+  /** Bytes that leave the root: a token without any of them cannot start a match. */
+  firstBytes: Uint8Array;
+}
+
+export interface DfaLiteral {
+  bytes: Uint8Array;
+  /** Bytes from where the literal's meaning starts to the end of the match (its length, or more for a trigger). */
+  back: number;
+  event: number;
+  /** The literal starts the next state rather than ending this one (ReAct's reply ends before `Thought:`). */
+  endsBefore: boolean;
+  /** A trigger for this interrupting reply: verify its whole text from the trigger's start. */
+  interrupt: number;
+  /** Counts only at the start of a line or of the model's turn. */
+  lineStart: boolean;
+  /** Opens a tag: the tag's kind begins at the literal's first byte. */
+  opens: boolean;
+  /** A tag name prefix: the tag runs to `>`, its attributes are read. */
+  attributes: boolean;
+}
+
+/**
+ * What the scanner looks for to find an interrupting text: a piece of it that no other model literal
+ * overlaps, starting at its first non-space character (a leading newline would send every token holding
+ * one through the byte automaton). Returns the piece and how many bytes of the text precede its end.
+ */
+export function interruptTrigger(text: string, others: string[]): { trigger: string; bytesToEnd: number } {
+  const start = Math.max(0, text.search(/\S/));
+  let end = text.length;
+  for (let at = start + 1; at < text.length; at++) {
+    const rest = text.slice(at);
+    if (others.some((literal) => rest.startsWith(literal) || literal.startsWith(rest))) { end = at; break; }
+  }
+  return { trigger: text.slice(start, end), bytesToEnd: utf8.encode(text.slice(0, end)).length };
+}
+
+export function buildDfa(literals: DfaLiteral[]): Dfa {
+  // Aho–Corasick over bytes, made a full DFA. check.ts rejects one literal inside another, so each
+  // accepting state accepts exactly its own literal.
+  const goto: Array<Map<number, number>> = [new Map()];
+  const accept: number[] = [-1];
+  literals.forEach((literal, index) => {
+    let state = 0;
+    for (const byte of literal.bytes) {
+      let next = goto[state].get(byte);
+      if (next === undefined) {
+        next = goto.length;
+        goto.push(new Map());
+        accept.push(-1);
+        goto[state].set(byte, next);
+      }
+      state = next;
+    }
+    accept[state] = index;
+  });
+  const count = goto.length;
+  const delta = new Int32Array(count * 256);
+  const fail = new Int32Array(count);
+  const queue: number[] = [];
+  for (let byte = 0; byte < 256; byte++) {
+    const next = goto[0].get(byte);
+    if (next !== undefined) { delta[byte] = next; queue.push(next); }
+  }
+  while (queue.length) {
+    const state = queue.shift()!;
+    for (let byte = 0; byte < 256; byte++) {
+      const next = goto[state].get(byte);
+      if (next === undefined) delta[state * 256 + byte] = delta[fail[state] * 256 + byte];
+      else {
+        fail[next] = delta[fail[state] * 256 + byte];
+        delta[state * 256 + byte] = next;
+        queue.push(next);
+      }
+    }
+  }
+  const firstBytes = new Uint8Array(256);
+  for (let byte = 0; byte < 256; byte++) firstBytes[byte] = delta[byte] !== 0 ? 1 : 0;
+  const step = new Int32Array(count * 256);
+  for (let at = 0; at < step.length; at++) {
+    const target = delta[at];
+    step[at] = accept[target] >= 0 ? ~accept[target] : target;
+  }
+  return { step, literals, firstBytes };
+}

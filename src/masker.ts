@@ -1,0 +1,104 @@
+/**
+ * A grammar bound to a tokenizer and option values, ready to mask rollouts.
+ *
+ *   token ids ─(byte table)─▶ bytes ─scan─▶ state starts ─spans─▶ spans ─mask─▶ Uint8Array
+ */
+import { loadGrammar } from './grammar/load.ts';
+import { needsAttributes, prepareAttributeReader } from './attributes.ts';
+import type { CompiledGrammar } from './grammar/compile.ts';
+import { bind, type Bound, type OptionValues } from './scan/bind.ts';
+import { Cursor } from './scan/cursor.ts';
+import { scanRollout } from './scan/runner.ts';
+import { toDiagnostic } from './scan/describe.ts';
+import { buildSpans, fillMask, segmentStarts, type Span } from './spans.ts';
+import { RolloutError, SEVERITY, type Diagnostic } from './diagnostics.ts';
+import { loadTokenizer, type LoadedTokenizer } from './tokenizer/load.ts';
+import type { ByteTable } from './tokenizer/table.ts';
+
+export interface MaskResult {
+  /** 1 = the model sampled this token (train on it), 0 = prompt, environment, padding. */
+  mask: Uint8Array;
+  spans: Span[];
+  diagnostics: Diagnostic[];
+}
+
+export interface MaskOptions {
+  /** Tokens before this index are prompt; without it the grammar's prompt end is searched for. */
+  promptLength?: number;
+}
+
+// Module-level, so a call to mask() creates no function objects.
+const byToken = (a: Diagnostic, b: Diagnostic) => a.token - b.token;
+
+export class Masker {
+  readonly bound: Bound;
+  /** This masker's own scan state: two maskers never share one, so scans do not interfere. */
+  private readonly cursor = new Cursor();
+
+  /** Binding is cheap after the first Masker of a grammar × tokenizer pair: the vocabulary tables are shared. */
+  constructor(grammar: CompiledGrammar, table: ByteTable, options: OptionValues = {}) {
+    this.bound = bind(grammar, table, options);
+  }
+
+  /** Mask one rollout, with its spans and diagnostics. Throws RolloutError for input it cannot mask. */
+  mask(tokens: ArrayLike<number>, options: MaskOptions = {}): MaskResult {
+    const { bound, cursor } = this;
+    const segments = cursor.out;
+    scanRollout(bound, tokens, options.promptLength ?? -1, cursor);
+    const starts = segmentStarts(bound, segments);
+    const mask = new Uint8Array(tokens.length);
+    const anyAction = fillMask(bound, segments, starts, tokens.length, mask);
+    const spans = buildSpans(bound, tokens, segments, starts);
+    const diagnostics: Diagnostic[] = [];
+    for (const record of segments.records) diagnostics.push(toDiagnostic(bound, tokens, record));
+    if (tokens.length > 0 && !anyAction) {
+      diagnostics.push({ code: 'no-action', severity: SEVERITY['no-action'], token: 0, message: 'no token is action: training on this rollout would change nothing' });
+    }
+    if (diagnostics.length > 1) diagnostics.sort(byToken);
+    return { mask, spans, diagnostics };
+  }
+
+  /**
+   * The hot path: mask many rollouts stored back to back (`ids[starts[r] .. starts[r + 1]]`) into one
+   * mask array, without spans or messages. Returns how many diagnostics were raised (those `mask()` would
+   * give, `no-action` included). A rollout that cannot be masked throws a RolloutError naming the rollout
+   * and the token index within it; arguments that do not fit together throw a RangeError before any work.
+   */
+  maskBatch(ids: Uint32Array, starts: Uint32Array, promptLengths: Int32Array | undefined, mask: Uint8Array): number {
+    const rollouts = Math.max(0, starts.length - 1);
+    if (rollouts > 0) {
+      const end = starts[starts.length - 1];
+      if (end > ids.length) throw new RangeError(`maskBatch: starts ends at ${end}, past the ${ids.length} ids`);
+      if (mask.length < end) throw new RangeError(`maskBatch: mask holds ${mask.length} values, the rollouts ${end} tokens`);
+      for (let r = 0; r < rollouts; r++) {
+        if (starts[r] > starts[r + 1]) throw new RangeError(`maskBatch: starts[${r}] = ${starts[r]} is past starts[${r + 1}] = ${starts[r + 1]}`);
+      }
+      if (promptLengths && promptLengths.length < rollouts) throw new RangeError(`maskBatch: ${promptLengths.length} prompt lengths for ${rollouts} rollouts`);
+    }
+    const { bound, cursor } = this;
+    const segments = cursor.out;
+    let raised = 0;
+    let r = 0;
+    try {
+      for (; r < rollouts; r++) {
+        const from = starts[r];
+        const rollout = ids.subarray(from, starts[r + 1]);
+        scanRollout(bound, rollout, promptLengths ? promptLengths[r] : -1, cursor);
+        const anyAction = fillMask(bound, segments, segmentStarts(bound, segments), rollout.length, mask, from);
+        raised += segments.records.length + (anyAction || rollout.length === 0 ? 0 : 1);
+      }
+    } catch (error) {
+      if (error instanceof RolloutError) throw new RolloutError(`rollout ${r}: ${error.message}`, error.token);
+      throw error;
+    }
+    return raised;
+  }
+}
+
+/** Load a grammar (bundled name or path) and a tokenizer (file, folder or package) and bind them. */
+export async function createMasker(grammar: string, tokenizer: string | LoadedTokenizer, options: OptionValues = {}): Promise<Masker> {
+  const loaded = typeof tokenizer === 'string' ? await loadTokenizer(tokenizer) : tokenizer;
+  const compiled = loadGrammar(grammar);
+  if (needsAttributes(compiled.grammar.tags)) await prepareAttributeReader();
+  return new Masker(compiled, loaded.table, options);
+}

@@ -1,0 +1,126 @@
+/**
+ * A grammar bound to a tokenizer and option values: everything the scanner reads, precomputed.
+ *
+ * Two parts with two lifetimes. The vocabulary-sized tables (which ids each automaton may skip, the
+ * per-token memo, the padding ids) depend only on grammar × tokenizer: built once and shared by every
+ * binding. What options change (reply budgets, the straddle value, the optional texts, `after_end`) is a
+ * few small arrays, so a rollout with its own `options` costs microseconds, not a vocabulary pass.
+ */
+import type { CompiledGrammar, Role } from '../grammar/compile.ts';
+import { KNOWN, type ByteTable } from '../tokenizer/table.ts';
+
+export type OptionValues = Record<string, number | null>;
+
+const MEMO_BITS = 12;
+
+/** Per automaton: what a whole token does from a state, remembered (see runner.ts `runDfa`). */
+export interface Memo { memoState: Int32Array; memoId: Int32Array; memoResult: Int32Array }
+
+/** The grammar × tokenizer part: vocabulary-sized, built once per pair. */
+export interface GrammarTables {
+  grammar: CompiledGrammar;
+  table: ByteTable;
+  /**
+   * Per automaton, per id: 1 when the token is known and none of its bytes can start a literal, so the
+   * scanner may pass it with one lookup. Unknown ids read 0 (or undefined past the end): the scanner
+   * stops on them and reports them, which is how every id gets checked without a pass of its own.
+   */
+  skip: Uint8Array[];
+  /** Per automaton: what a whole token does from a state (next state, or ~(literal << 12 | end offset)). */
+  memo: Memo[];
+  /** Bit 1: padding (a run of them ends the stream); bit 2: also a stop token the model samples. */
+  isPadding: Uint8Array;
+}
+
+/** Everything the scanner reads: the shared tables and the option-dependent part. */
+export interface Bound extends GrammarTables {
+  options: OptionValues;
+  /** Per reply: its token budget, 0 for none. */
+  budgets: Int32Array;
+  /** Are the optional texts after the prompt's end / after each reply's close switched on? */
+  promptOptionalOn: boolean;
+  replyOptionalOn: boolean[];
+  /** Per state: mask value of its bytes (action 1, prompt/observation 0, trailing `after_end`); -1 for handovers. */
+  stateMask: Int8Array;
+  straddleMask: number;
+}
+
+const tablesCache = new WeakMap<CompiledGrammar, WeakMap<ByteTable, GrammarTables>>();
+
+/** The grammar × tokenizer tables, built on first use and shared afterwards. */
+export function grammarTables(grammar: CompiledGrammar, table: ByteTable): GrammarTables {
+  let byTable = tablesCache.get(grammar);
+  if (!byTable) { byTable = new WeakMap(); tablesCache.set(grammar, byTable); }
+  let tables = byTable.get(table);
+  if (!tables) { tables = buildTables(grammar, table); byTable.set(table, tables); }
+  return tables;
+}
+
+function buildTables(grammar: CompiledGrammar, table: ByteTable): GrammarTables {
+  if (grammar.dfas.length > 32) throw new Error(`grammar ${grammar.grammar.name} needs ${grammar.dfas.length} automata; at most 32 are supported`);
+  const { size, pieces, offsets, flags } = table;
+  // One pass over all pieces: which automata can each token's bytes start?
+  const startsOf = new Uint32Array(256);
+  grammar.dfas.forEach((dfa, d) => { for (let byte = 0; byte < 256; byte++) if (dfa.firstBytes[byte]) startsOf[byte] |= 1 << d; });
+  const skip = grammar.dfas.map(() => new Uint8Array(size));
+  for (let id = 0; id < size; id++) {
+    if ((flags[id] & KNOWN) === 0) continue;
+    let starts = 0;
+    for (let p = offsets[id], end = offsets[id + 1]; p < end; p++) starts |= startsOf[pieces[p]];
+    for (let d = 0; d < skip.length; d++) if (((starts >>> d) & 1) === 0) skip[d][id] = 1;
+  }
+
+  const isPadding = new Uint8Array(size);
+  const padTexts = new Set(grammar.grammar.padding);
+  const stopTexts = new Set(grammar.grammar.stop);
+  const decoder = new TextDecoder();
+  // Decode only the ids that could be a padding text (same first byte): a per-id decode costs ~40 ms.
+  const firstBytes = new Set(grammar.grammar.padding.map((text) => new TextEncoder().encode(text)[0]));
+  for (let id = 0; id < size; id++) {
+    const length = offsets[id + 1] - offsets[id];
+    if (!(length > 0 && length < 64 && (flags[id] & KNOWN) && firstBytes.has(pieces[offsets[id]]))) continue;
+    const text = decoder.decode(pieces.subarray(offsets[id], offsets[id + 1]));
+    if (padTexts.has(text)) isPadding[id] = stopTexts.has(text) ? 3 : 1;
+  }
+  return { grammar, table, skip, memo: grammar.dfas.map(newMemo), isPadding };
+}
+
+function newMemo(): Memo {
+  const size = 1 << MEMO_BITS;
+  return { memoState: new Int32Array(size).fill(-1), memoId: new Int32Array(size), memoResult: new Int32Array(size) };
+}
+
+/** The grammar's defaults with `overrides` applied; throws on an unknown option or a value it does not take. */
+export function resolveOptions(grammar: CompiledGrammar, overrides: OptionValues): OptionValues {
+  const options: OptionValues = {};
+  for (const [name, spec] of Object.entries(grammar.grammar.options)) options[name] = spec.default;
+  for (const [name, value] of Object.entries(overrides)) {
+    const spec = grammar.grammar.options[name];
+    if (!spec) throw new Error(`unknown option "${name}" for grammar ${grammar.grammar.name} (options: ${Object.keys(grammar.grammar.options).join(', ')})`);
+    if (spec.values ? !spec.values.includes(value) : value !== null && !(Number.isInteger(value) && value > 0)) {
+      throw new Error(`option ${name}=${JSON.stringify(value)}: expected ${spec.values ? spec.values.map((item) => JSON.stringify(item)).join(' or ') : 'a positive integer or null'}`);
+    }
+    options[name] = value;
+  }
+  return options;
+}
+
+export function bind(grammar: CompiledGrammar, table: ByteTable, overrides: OptionValues = {}): Bound {
+  const options = resolveOptions(grammar, overrides);
+  const tables = grammarTables(grammar, table);
+  const budgets = new Int32Array(grammar.replies.length);
+  grammar.replies.forEach((reply, r) => {
+    const budget = typeof reply.budget === 'string' ? options[reply.budget] : reply.budget;
+    budgets[r] = budget ?? 0;
+  });
+  const afterEnd = options.after_end ?? 0;
+  const maskOf: Record<Role, number> = { prompt: 0, action: 1, observation: 0, trailing: afterEnd };
+  const stateMask = Int8Array.from(grammar.states, (state) => (state.role === undefined ? -1 : maskOf[state.role]));
+  const on = (option: string | undefined) => option === undefined || options[option] === 1;
+  return {
+    grammar, table, skip: tables.skip, memo: tables.memo, isPadding: tables.isPadding,
+    options, budgets, stateMask, straddleMask: options.straddle ?? 0,
+    promptOptionalOn: on(grammar.grammar.prompt.optional_when),
+    replyOptionalOn: grammar.replies.map((reply) => on(reply.optionalWhen)),
+  };
+}

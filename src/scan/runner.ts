@@ -1,0 +1,332 @@
+/**
+ * The scan of one rollout, as the protocol reads: the prompt, then model turns, handovers and replies,
+ * then padding. Each step below looks at the bytes around the cursor and moves the machine; the comment
+ * on each shows those bytes (`^` is the cursor).
+ *
+ * Shape of the hot loop (docs/measurements.md): per state, a byte automaton over the literals that state
+ * can hear; a token none of whose bytes can start a literal is skipped with one table lookup, so most
+ * tokens cost one load and one test. Policy lives in the tables compiled from the xstate machine.
+ */
+import type { DfaLiteral, StateInfo } from '../grammar/compile.ts';
+import { KNOWN } from '../tokenizer/table.ts';
+import { RolloutError } from '../diagnostics.ts';
+import type { Bound } from './bind.ts';
+import { atLineStart, checkIds, Cursor, findTagEnd, matchForward, onlyWhitespaceBefore, retreat, unknownToken } from './cursor.ts';
+
+const MEMO_BITS = 12;
+/** A memoised end offset takes 12 bits; longer pieces are stepped byte by byte. */
+const MEMO_MAX_PIECE = 1 << 12;
+const MEMO_SHIFT = 32 - MEMO_BITS;
+
+/**
+ * Scan one rollout into `cursor.out`. `promptLength` < 0 means: find the prompt's end from the grammar.
+ * Throws RolloutError for input that cannot be masked at all.
+ */
+export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: number, cursor: Cursor): void {
+  const n = ids.length;
+  if (promptLength > n) throw new RolloutError(`prompt_length ${promptLength} is longer than the rollout (${n} tokens)`);
+  const c = cursor;
+  c.begin(bound, ids);
+  const { states, dfas } = bound.grammar;
+  findPadding(c);
+  c.out.push(0, 0, c.state);
+  if (promptLength >= 0) atGivenPromptEnd(c, promptLength);
+
+  for (;;) {
+    const info = states[c.state];
+    if (info.handover >= 0) {
+      if (atHandover(c, info)) continue;
+      break;
+    }
+    if (info.dfa < 0) break; // done, or a state with nothing to hear
+    const limit = limitOf(c, info);
+    const literalIndex = runDfa(c, info.dfa, limit);
+    if (literalIndex < 0) {
+      if (atBudget(c, info, limit)) continue;
+      break;
+    }
+    const literal = dfas[info.dfa].literals[literalIndex];
+    if (literal.interrupt >= 0) atInterruptTrigger(c, literal);
+    else if (literal.endsBefore || literal.opens) atTagOpening(c, literal);
+    else atPlainLiteral(c, literal, info);
+  }
+  finish(c, promptLength);
+}
+
+/**
+ * Padding: a run of padding tokens closes the stream; nothing in it is the model's or the environment's.
+ *
+ *   …</answer><|im_end|><|endoftext|><|endoftext|>
+ *             ^ padStart (the first is the model's own when it is also its stop token)
+ */
+function findPadding(c: Cursor): void {
+  const { ids } = c;
+  const { isPadding } = c.bound;
+  let padStart = ids.length;
+  while (padStart > 0 && isPadding[ids[padStart - 1]]) padStart--;
+  if (padStart < ids.length && isPadding[ids[padStart]] === 3) padStart++;
+  c.padStart = padStart;
+}
+
+/**
+ * The prompt's length was given: its ids are checked, and the model begins right after it.
+ *
+ *   …<|im_start|>assistant␊<think>…
+ *                          ^ token promptLength
+ */
+function atGivenPromptEnd(c: Cursor, promptLength: number): void {
+  checkIds(c.bound.table, c.ids, 0, promptLength);
+  c.moveTo(promptLength, 0);
+  enter(c, fire(c, c.bound.grammar.event.promptEnd, promptLength), promptLength, 0);
+}
+
+/**
+ * At a handover: the model has handed the turn over; only here may the environment reply. Try each
+ * allowed reply's first bytes; else the episode ends (only whitespace left) or the model goes on.
+ *
+ *   </search>␊␊<information>Doc 1 …      </answer>␊<|endoftext|>
+ *            ^                                    ^
+ * Returns false when the walk ends here.
+ */
+function atHandover(c: Cursor, info: StateInfo): boolean {
+  const { table, grammar } = c.bound;
+  const { replies, handovers, event } = grammar;
+  const ids = c.ids;
+  // A handover right after a token's last byte stands at the next token.
+  if (c.token < ids.length && c.offset > 0 && c.offset === table.offsets[ids[c.token] + 1] - table.offsets[ids[c.token]]) c.moveTo(c.token + 1, 0);
+  const token = c.token;
+  const offset = c.offset;
+  let reply = -1;
+  for (const r of handovers[info.handover].replies) {
+    if (matchForward(c, c.padStart, token, offset, replies[r].open ?? replies[r].text!)) { reply = r; break; }
+  }
+  if (reply >= 0) {
+    const endToken = c.atToken;
+    const endOffset = c.atOffset;
+    enter(c, fire(c, replies[reply].event, token), token, offset);
+    c.replyStart = token;
+    c.moveTo(endToken, endOffset);
+    // A fixed text is the whole reply; an envelope goes on until its close.
+    if (replies[reply].text) enter(c, fire(c, event.replyEnd, endToken), endToken, endOffset);
+    return true;
+  }
+  if (onlyWhitespaceBefore(c, token, offset, c.padStart)) {
+    // A chat template's newline after the last turn, then padding: the end.
+    enter(c, fire(c, event.end, token), token, offset);
+    return false;
+  }
+  enter(c, fire(c, event.continue, token), token, offset);
+  return true;
+}
+
+/** How far the current state's automaton may read: the padding, or a reply's token budget. */
+function limitOf(c: Cursor, info: StateInfo): number {
+  const budget = info.reply >= 0 ? c.bound.budgets[info.reply] : 0;
+  return budget > 0 && c.replyStart + budget < c.padStart ? c.replyStart + budget : c.padStart;
+}
+
+/**
+ * Nothing heard up to the limit. Inside a reply cut at its budget, the model writes again from the next
+ * token; otherwise the walk ends.
+ *
+ *   ␊␊<information>Doc 1 … (max_obs_tokens reached) <think>…
+ *                                                   ^ limit
+ * Returns false when the walk ends here.
+ */
+function atBudget(c: Cursor, info: StateInfo, limit: number): boolean {
+  c.moveTo(limit, 0);
+  if (!(info.reply >= 0 && limit < c.padStart)) return false;
+  c.out.note('reply-truncated', limit - 1, info.reply);
+  enter(c, fire(c, c.bound.grammar.event.replyEnd, limit), limit, 0);
+  return true;
+}
+
+/**
+ * An interrupting reply's trigger was heard inside a model turn: the whole fixed text must stand around
+ * it, beginning `back` bytes before the trigger's end. Then it is the environment's; else the model's text.
+ *
+ *   …no tags here␊My previous action is invalid. If I want to search, … Let me try again.␊<think>
+ *                 ^ trigger ends …, text starts `back` bytes earlier (at the ␊)      ^ model again
+ */
+function atInterruptTrigger(c: Cursor, literal: DfaLiteral): void {
+  const { grammar } = c.bound;
+  const reply = grammar.replies[literal.interrupt];
+  const endToken = c.atToken;
+  const endOffset = c.atOffset;
+  if (retreat(c, endToken, endOffset, literal.back)) {
+    const startToken = c.atToken;
+    const startOffset = c.atOffset;
+    if (matchForward(c, c.padStart, startToken, startOffset, reply.text!)) {
+      c.moveToEnd();
+      enter(c, fire(c, literal.event, startToken), startToken, startOffset);
+      c.replyStart = startToken;
+      enter(c, fire(c, grammar.event.replyEnd, c.token), c.token, c.offset);
+      return;
+    }
+  }
+  c.moveTo(endToken, endOffset);
+}
+
+/**
+ * A literal that belongs to what it starts: a tag opening (`<think>`, `<invoke name="x">`), or a reply's
+ * `ends_before` text (ReAct's `Thought:`). The next state begins at the literal's first byte.
+ *
+ *   …reasoning␊Thought: I should …      <invoke name="search">
+ *             ^ starts here              ^ starts here; the tag runs to `>`, its attributes read later
+ */
+function atTagOpening(c: Cursor, literal: DfaLiteral): void {
+  const endToken = c.atToken;
+  const endOffset = c.atOffset;
+  retreat(c, endToken, endOffset, literal.bytes.length);
+  const startToken = c.atToken;
+  const startOffset = c.atOffset;
+  if (literal.lineStart && !atLineStart(c, startToken, startOffset)) { c.moveTo(endToken, endOffset); return; }
+  let afterToken = endToken;
+  let afterOffset = endOffset;
+  if (literal.attributes) {
+    // `<invoke` must end its name here, and the tag must run to `>`.
+    if (!findTagEnd(c, c.padStart, endToken, endOffset)) { c.moveTo(endToken, endOffset); return; }
+    afterToken = c.atToken;
+    afterOffset = c.atOffset;
+  }
+  enter(c, fire(c, literal.event, startToken), startToken, startOffset);
+  if (literal.attributes) c.out.tagRanges.push(c.out.count - 1, endToken, endOffset, afterToken, afterOffset);
+  // An ends_before literal is heard again by the model's automaton, which gives it its own meaning.
+  if (literal.endsBefore) c.moveTo(startToken, startOffset);
+  else c.moveTo(afterToken, afterOffset);
+}
+
+/**
+ * A literal that ends what came before: a tag's close, the prompt's end, a reply's close, a handover.
+ * After the prompt's end or a reply's close, text the template may add (an empty think block) is skipped.
+ *
+ *   <|im_start|>assistant␊<think>␊␊</think>␊␊…      </information>␊␊<think>
+ *                         ^ optional text after       ^ the model's from here
+ */
+function atPlainLiteral(c: Cursor, literal: DfaLiteral, info: StateInfo): void {
+  const { grammar } = c.bound;
+  const { event } = grammar;
+  c.moveToEnd();
+  const target = fire(c, literal.event, c.token);
+  if (literal.event === event.promptEnd || literal.event === event.replyEnd) {
+    const isPrompt = literal.event === event.promptEnd;
+    const optional = isPrompt ? grammar.promptOptional : grammar.replies[info.reply].closeOptional;
+    if (isPrompt ? c.bound.promptOptionalOn : c.bound.replyOptionalOn[info.reply]) {
+      for (const extra of optional) {
+        if (matchForward(c, c.padStart, c.token, c.offset, extra)) { c.moveToEnd(); break; }
+      }
+    }
+  }
+  enter(c, target, c.token, c.offset);
+}
+
+/**
+ * The walk has stopped: ids it never saw are still checked, what stayed open is reported, and the
+ * closing padding gets its own state.
+ *
+ *   …</answer><|im_end|><|endoftext|>
+ *                       ^ padStart: trailing
+ */
+function finish(c: Cursor, promptLength: number): void {
+  const { table, grammar, budgets } = c.bound;
+  const { states, replies, next, event } = grammar;
+  const ids = c.ids;
+  const n = ids.length;
+  checkIds(table, ids, c.offset > 0 ? c.token + 1 : c.token, c.padStart);
+  const last = states[c.state];
+  if (last.role === 'prompt' && promptLength < 0 && n > 0) {
+    c.out.note('no-prompt-end', 0);
+  } else if (last.reply >= 0 && budgets[last.reply] === 0 && replies[last.reply].text === undefined) {
+    c.out.note('unclosed-reply', c.replyStart, last.reply);
+  }
+  if (c.padStart < n && last.role !== 'trailing') {
+    const done = next[c.state * grammar.events.length + event.end];
+    if (done >= 0) c.out.push(c.padStart, 0, done);
+  }
+}
+
+/** The state an event leads to from the current one, noting the diagnostics the transition raises. */
+function fire(c: Cursor, eventIndex: number, at: number): number {
+  const { grammar } = c.bound;
+  const index = c.state * grammar.events.length + eventIndex;
+  const raised = grammar.codes[index];
+  if (raised) for (const code of raised) c.out.note(code, at);
+  return grammar.next[index];
+}
+
+/** Move to `target`, whose bytes begin at (t, o). */
+function enter(c: Cursor, target: number, t: number, o: number): void {
+  const { states } = c.bound.grammar;
+  const before = states[c.state].role;
+  c.state = target;
+  const role = states[target].role;
+  if (role === undefined) return;
+  // A state that begins right after a token's last byte begins at the next token: no straddle.
+  const { offsets } = c.bound.table;
+  if (o > 0 && o === offsets[c.ids[t] + 1] - offsets[c.ids[t]]) { t++; o = 0; }
+  if (role === 'action' && before !== 'action') { c.turnToken = t; c.turnOffset = o; }
+  c.out.push(t, o, target);
+}
+
+/**
+ * Run automaton `d` from the cursor up to token `limit`. Returns the accepted literal's index with its
+ * end in atToken/atOffset, or -1. Throws on an id outside the vocabulary.
+ */
+function runDfa(c: Cursor, d: number, limit: number): number {
+  const bound = c.bound;
+  const ids = c.ids;
+  const { pieces, offsets, flags, size } = bound.table;
+  const step = bound.grammar.dfas[d].step;
+  const skip = bound.skip[d];
+  const { memoState, memoId, memoResult } = bound.memo[d];
+  let state = 0;
+  let t = c.token;
+  let o = c.offset;
+  while (t < limit) {
+    if (state === 0 && o === 0) {
+      while (t < limit && skip[ids[t]] === 1) t++;
+      if (t === limit) break;
+    }
+    const id = ids[t];
+    const base = offsets[id];
+    if (o === 0 && !(id < size && (flags[id] & KNOWN))) throw unknownToken(bound.table, t, id);
+    if (o === 0 && offsets[id + 1] - base < MEMO_MAX_PIECE) {
+      // The same token from the same state always ends the same way (the prompt repeats across rollouts,
+      // tags and words recur): remember it instead of stepping its bytes again.
+      const slot = (Math.imul(state ^ (id << 7), 0x9e3779b1) >>> MEMO_SHIFT);
+      let result: number;
+      if (memoState[slot] === state && memoId[slot] === id) result = memoResult[slot];
+      else {
+        result = state;
+        for (let p = base, end = offsets[id + 1]; p < end; p++) {
+          result = step[(result << 8) | pieces[p]];
+          if (result < 0) { result = ~(((~result) << 12) | (p - base + 1)); break; }
+        }
+        memoState[slot] = state;
+        memoId[slot] = id;
+        memoResult[slot] = result;
+      }
+      if (result < 0) {
+        c.atToken = t;
+        c.atOffset = ~result & 0xfff;
+        return (~result) >>> 12;
+      }
+      state = result;
+      t++;
+      continue;
+    }
+    for (let p = base + o, end = offsets[id + 1]; p < end; p++) {
+      state = step[(state << 8) | pieces[p]];
+      if (state < 0) {
+        c.atToken = t;
+        c.atOffset = p - base + 1;
+        return ~state;
+      }
+    }
+    o = 0;
+    t++;
+  }
+  c.atToken = limit;
+  c.atOffset = 0;
+  return -1;
+}
