@@ -1,45 +1,154 @@
 /**
- * Diagnostic codes and records. Detection creates records; only src/report formats them for people.
+ * Every code tagmask reports, in one registry: what family it belongs to, its severity, and the template
+ * that turns its arguments into words (the way parse5 keeps its parse errors in one `error-codes.ts`).
+ *
+ * Detection creates records: a code and its arguments (token index, byte offset, reply and option names,
+ * literals, JSON paths). Words are made from the template only when someone reads them, and lines for
+ * people or JSON are laid out by src/report. A new code is one entry here.
  */
-import type { Severity } from './grammar/check.ts';
 
-export type { Severity };
+export type Severity = 'error' | 'warning' | 'info';
 
-export type DiagnosticCode =
-  /** A token whose bytes cross an action/observation boundary (text re-tokenized in one piece). */
-  | 'straddling-token'
-  /** The model wrote a tag that looks like the environment's (a hallucinated `<information>`): kept as action. */
-  | 'observation-tag-in-action'
-  /** A tag opened while another was open: spans take the inner kind. */
-  | 'nested-tag'
-  /** A handover was followed by none of the replies the protocol allows: the text after it is kept as the model's. */
-  | 'missing-reply'
-  /** The episode-ending tag was followed by more model text. */
-  | 'text-after-end'
-  /** The stream ended inside an environment reply that never closed. */
-  | 'unclosed-reply'
-  /** A reply holds the opening of another: the one before it was cut (no close) and swallowed a model turn. */
-  | 'reply-in-reply'
-  /** A reply was ended by its token budget (max_tokens), not by its closing text. */
-  | 'reply-truncated'
-  /** The prompt end was not found and no prompt_length was given: everything is prompt. */
-  | 'no-prompt-end'
-  /** Not a single token is action: training on this rollout would do nothing. */
-  | 'no-action';
+/**
+ * - `rollout`: raised by the scanner or the span builder on one rollout;
+ * - `transition`: raised by a step of the grammar's machine (also rollout diagnostics);
+ * - `grammar`: a grammar file's meaning (`tagmask grammar check`, loading);
+ * - `lint`: how a grammar's literals tokenize;
+ * - `conformance`: a comparison of two masks, or of a merge with its transitions.
+ */
+export type Family = 'rollout' | 'transition' | 'grammar' | 'lint' | 'conformance';
 
-export const SEVERITY: Record<DiagnosticCode, Severity> = {
-  'straddling-token': 'warning',
-  'observation-tag-in-action': 'warning',
-  'nested-tag': 'info',
-  'missing-reply': 'warning',
-  'text-after-end': 'warning',
-  'unclosed-reply': 'error',
-  'reply-in-reply': 'error',
-  'reply-truncated': 'info',
-  'no-prompt-end': 'error',
-  'no-action': 'warning',
+/** Why a reply's declaration is not a reply tagmask can recognise (code `reply-shape`). */
+export type ReplyShapeRule = 'text-and-envelope' | 'neither' | 'envelope-without-open' | 'close-or-ends-before'
+  | 'optional-without-close' | 'repeats-without-envelope' | 'interrupt-not-text' | 'ends-before-not-model';
+
+/** How two literals collide (code `literal-overlap`). */
+export type OverlapRule = 'same' | 'contains' | 'begins-alike';
+
+/** The arguments a record may carry; each code's template says which it reads. */
+export interface DiagnosticArgs {
+  /** 0-based token index. */
+  token?: number;
+  /** Byte offset inside that token. */
+  offset?: number;
+  /** The token's decoded text. */
+  text?: string;
+  /** A reply's name. */
+  reply?: string;
+  /** The option a reply's `max_tokens` reads; null when the grammar gives the reply none. */
+  option?: string | null;
+  /** The grammar's name. */
+  grammar?: string;
+  budget?: number;
+  /** The mask value a straddling token was given. */
+  value?: number;
+  /** The sides holding a straddling token's bytes, in byte order. */
+  sides?: Array<'action' | 'observation'>;
+  /** Literals (the prompt's possible ends, a tokenization's pieces). */
+  literals?: string[];
+  /** A name (tag, reply, option, state) a grammar refers to, and the names that do exist. */
+  name?: string;
+  known?: string[];
+  literal?: string;
+  /** The other party of an overlap: its JSON path and literal. */
+  otherPath?: string;
+  other?: string;
+  rule?: ReplyShapeRule | OverlapRule;
+  /** What the grammar's shape checker (or JSON parser) said. */
+  detail?: string;
+  /** A tokenizer's label, counts per tokenizer, BPE merges seen. */
+  tokenizer?: string;
+  counts?: Array<{ tokenizer: string; count: number }>;
+  merges?: string[];
+}
+
+interface CodeSpec {
+  family: Family;
+  severity: Severity;
+  message: (args: DiagnosticArgs) => string;
+}
+
+const q = (text: string | undefined) => JSON.stringify(text ?? '');
+const list = (names: string[] | undefined) => (names && names.length ? names.join(', ') : 'none');
+const tokens = (count: number) => `${count} token${count === 1 ? '' : 's'}`;
+
+/** What a cut reply's advice can truthfully say: the option to set, or that the grammar has none. */
+function budgetAdvice(args: DiagnosticArgs): string {
+  return args.option
+    ? `if the environment cut it, set its budget option (e.g. --set ${args.option}=N)`
+    : `grammar ${args.grammar ?? ''} gives reply "${args.reply ?? ''}" no budget option, so a cut reply cannot be told from an unclosed one (add "max_tokens": "$<option>" to the reply)`;
+}
+
+const REPLY_SHAPE: Record<ReplyShapeRule, string> = {
+  'text-and-envelope': 'a reply is either a fixed "text" or an envelope ("open" … "close"/"ends_before"), not both',
+  neither: 'a reply needs "text", or "open" with "close" or "ends_before"',
+  'envelope-without-open': 'an envelope needs "open": replies are recognised by how they start',
+  'close-or-ends-before': 'an envelope needs exactly one of "close" (its own last bytes) and "ends_before" (the model\'s next marker)',
+  'optional-without-close': 'only an envelope with "close" can have optional text after it',
+  'repeats-without-envelope': 'only an envelope with "open" and "close" can repeat: its open is looked for right after its close',
+  'interrupt-not-text': 'only a fixed "text" can interrupt a turn: an envelope is found only after a handover',
+  'ends-before-not-model': 'must be a tag or marker the model writes, since the reply ends where the model starts it',
 };
 
+export const CODES = {
+  // Rollouts: the scanner and the span builder.
+  'straddling-token': { family: 'rollout', severity: 'warning', message: (a) => `token ${a.token} (${q(a.text)}) holds bytes of ${(a.sides ?? []).join(' then ')}; it gets mask ${a.value} (option straddle)` },
+  'unclosed-reply': { family: 'rollout', severity: 'error', message: (a) => `the stream ends inside reply "${a.reply}" opened at token ${a.token}, which never closed; ${budgetAdvice(a)}` },
+  'reply-truncated': { family: 'rollout', severity: 'info', message: (a) => `reply "${a.reply}" ended by its budget of ${tokens(a.budget ?? 0)}${a.option ? ` (option ${a.option})` : ' (max_tokens)'} before its closing text` },
+  'no-prompt-end': { family: 'rollout', severity: 'error', message: (a) => `the prompt's end (${(a.literals ?? []).map(q).join(' or ') || 'none declared'}) was not found and no prompt_length was given: every token is prompt` },
+  'no-action': { family: 'rollout', severity: 'warning', message: () => 'no token is action: training on this rollout would change nothing' },
+  // Rollouts: raised by a step of the grammar's machine (compile.ts reads them off its actions).
+  'nested-tag': { family: 'transition', severity: 'info', message: (a) => `a tag opens at token ${a.token} (${q(a.text)}) while another is still open` },
+  'observation-tag-in-action': { family: 'transition', severity: 'warning', message: (a) => `the model wrote an environment-looking tag itself at token ${a.token} (${q(a.text)}); it is the model's text, so it stays action` },
+  'missing-reply': { family: 'transition', severity: 'warning', message: (a) => `no reply the protocol allows follows the handover ending at token ${a.token}; the text after it is kept as the model's (or, after the model's stop token, as nobody's)` },
+  'text-after-end': { family: 'transition', severity: 'warning', message: (a) => `the model kept writing after the episode-ending tag at token ${a.token}; that text is kept as action` },
+  'reply-in-reply': { family: 'transition', severity: 'error', message: (a) => `the opening of reply "${a.reply}" appears again at token ${a.token}, inside that reply before it closed: the environment probably cut the earlier reply (its close is missing), so a model turn was read as observation; ${budgetAdvice(a)}` },
+  // Grammars.
+  'grammar-shape': { family: 'grammar', severity: 'error', message: (a) => a.detail ?? '' },
+  'unknown-tag': { family: 'grammar', severity: 'error', message: (a) => `no tag named ${q(a.name)}${a.known ? ` (tags: ${list(a.known)})` : ''}` },
+  'tag-without-close': { family: 'grammar', severity: 'error', message: (a) => `tag ${q(a.name)} has no "close", so nothing marks the handover` },
+  'unknown-reply': { family: 'grammar', severity: 'error', message: (a) => `no reply named ${q(a.name)} (replies: ${list(a.known)})` },
+  'unknown-option': { family: 'grammar', severity: 'error', message: (a) => `no option named ${q(a.name)} (options: ${list(a.known)})` },
+  'duplicate-handover': { family: 'grammar', severity: 'error', message: (a) => `a handover after ${q(a.name)} is already declared` },
+  'reply-shape': { family: 'grammar', severity: 'error', message: (a) => (a.rule === 'ends-before-not-model' ? `${q(a.literal)} ` : '') + REPLY_SHAPE[a.rule as ReplyShapeRule] },
+  'unreachable-reply': { family: 'grammar', severity: 'warning', message: (a) => `no handover lists ${q(a.name)} and it does not interrupt, so it can never be recognised` },
+  'unreachable-state': { family: 'grammar', severity: 'warning', message: (a) => `state ${a.name} can never be reached from the prompt` },
+  'literal-overlap': {
+    family: 'grammar', severity: 'error', message: (a) => (a.rule === 'same' ? `${q(a.literal)} is also ${a.otherPath}: each literal may mean one thing`
+      : a.rule === 'begins-alike' ? `${q(a.literal)} and a reply's start (${q(a.other)}) begin alike: after the handover one could not tell who writes`
+        : `${q(a.literal)} contains ${a.otherPath} ${q(a.other)}, which would be found first`),
+  },
+  'no-prompt-end-declared': { family: 'grammar', severity: 'warning', message: () => 'no prompt end is declared: every rollout must bring "prompt_length"' },
+  // Lint: literals against tokenizers.
+  'literal-tokens': { family: 'lint', severity: 'info', message: (a) => `[${a.tokenizer}] ${q(a.literal)} is ${tokens(a.literals?.length ?? 0)}: ${(a.literals ?? []).map(q).join(' ')}` },
+  'boundary-merge': { family: 'lint', severity: 'warning', message: (a) => `[${a.tokenizer}] ${q(a.literal)} starts or ends a role, and BPE merges it with its neighbour: ${(a.merges ?? []).join('; ')}. A stream re-tokenized in one piece gets straddling tokens there` },
+  'token-count-differs': { family: 'lint', severity: 'warning', message: (a) => `${q(a.literal)} is ${(a.counts ?? []).map((item) => `${tokens(item.count)} in ${item.tokenizer}`).join(', ')}: match it on bytes, never on ids` },
+  // Conformance: a disagreement run is `mask-mismatch`, or `straddling-token` when every token of it straddles.
+  'mask-mismatch': { family: 'conformance', severity: 'error', message: (a) => `tokens from ${a.token} get different masks` },
+} satisfies Record<string, CodeSpec>;
+
+export type Code = keyof typeof CODES;
+type CodesOf<F extends Family> = { [C in Code]: (typeof CODES)[C]['family'] extends F ? C : never }[Code];
+
+/** Codes a rollout's diagnostics carry (scanner, spans, machine transitions). */
+export type DiagnosticCode = CodesOf<'rollout' | 'transition'>;
+export type TransitionCode = CodesOf<'transition'>;
+export type GrammarIssueCode = CodesOf<'grammar'>;
+export type LintCode = CodesOf<'lint'>;
+
+export function severityOf(code: Code): Severity {
+  return CODES[code].severity;
+}
+
+/** The words for a record. */
+export function messageOf(code: Code, args: DiagnosticArgs): string {
+  return (CODES[code] as CodeSpec).message(args);
+}
+
+/** Rollout codes by severity (kept for callers that index it directly). */
+export const SEVERITY = Object.fromEntries(Object.entries(CODES).map(([code, spec]) => [code, spec.severity])) as Record<Code, Severity>;
+
+/** A rollout's diagnostic as the library returns it and `mask` writes it. */
 export interface Diagnostic {
   code: DiagnosticCode;
   severity: Severity;

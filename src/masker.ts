@@ -11,7 +11,7 @@ import { Cursor } from './scan/cursor.ts';
 import { scanRollout } from './scan/runner.ts';
 import { toDiagnostic } from './scan/describe.ts';
 import { buildSpans, fillMask, segmentStarts, type Span } from './spans.ts';
-import { RolloutError, SEVERITY, type Diagnostic } from './diagnostics.ts';
+import { messageOf, RolloutError, severityOf, type Diagnostic } from './diagnostics.ts';
 import { loadTokenizer, type LoadedTokenizer } from './tokenizer/load.ts';
 import type { ByteTable } from './tokenizer/table.ts';
 
@@ -52,7 +52,7 @@ export class Masker {
     const diagnostics: Diagnostic[] = [];
     for (const record of segments.records) diagnostics.push(toDiagnostic(bound, tokens, record));
     if (tokens.length > 0 && !anyAction) {
-      diagnostics.push({ code: 'no-action', severity: SEVERITY['no-action'], token: 0, message: 'no token is action: training on this rollout would change nothing' });
+      diagnostics.push({ code: 'no-action', severity: severityOf('no-action'), token: 0, message: messageOf('no-action', { token: 0 }) });
     }
     if (diagnostics.length > 1) diagnostics.sort(byToken);
     return { mask, spans, diagnostics };

@@ -4,27 +4,24 @@
  */
 import { joinPath } from './json.ts';
 import type { Grammar } from './schema.ts';
+import { messageOf, severityOf, type DiagnosticArgs, type GrammarIssueCode, type Severity } from '../diagnostics.ts';
 
-export type Severity = 'error' | 'warning' | 'info';
+export type { GrammarIssueCode, Severity };
 
 export interface GrammarIssue {
   code: GrammarIssueCode;
   severity: Severity;
+  /** The JSON path the issue is about (`replies.obs.close`); '' for the whole grammar. */
   path: string;
+  args: DiagnosticArgs;
+  /** The registry's words for code and args. */
   message: string;
 }
 
-export type GrammarIssueCode =
-  | 'grammar-shape'
-  | 'unknown-tag'
-  | 'unknown-reply'
-  | 'unknown-option'
-  | 'duplicate-handover'
-  | 'reply-shape'
-  | 'unreachable-reply'
-  | 'unreachable-state'
-  | 'literal-overlap'
-  | 'no-prompt-end';
+/** An issue record: severity and words come from the registry (src/diagnostics.ts). */
+export function grammarIssue(code: GrammarIssueCode, path: string, args: DiagnosticArgs = {}): GrammarIssue {
+  return { code, severity: severityOf(code), path, args, message: messageOf(code, args) };
+}
 
 /**
  * Every literal the model's turn is scanned for, with the path that declares it. A tag close that is
@@ -48,15 +45,15 @@ export function modelLiterals(grammar: Grammar): Array<{ literal: string; path: 
   return literals;
 }
 
-const show = (literal: string) => JSON.stringify(literal);
-
 export function checkGrammar(grammar: Grammar): GrammarIssue[] {
   const issues: GrammarIssue[] = [];
-  const add = (code: GrammarIssueCode, severity: Severity, path: string, message: string) => issues.push({ code, severity, path, message });
+  const add = (code: GrammarIssueCode, path: string, args: DiagnosticArgs = {}) => issues.push(grammarIssue(code, path, args));
+  const tags = Object.keys(grammar.tags);
+  const options = Object.keys(grammar.options);
 
   for (const [name, tag] of Object.entries(grammar.tags)) {
     tag.contains.forEach((inner, index) => {
-      if (!(inner in grammar.tags)) add('unknown-tag', 'error', `${joinPath('tags', name)}.contains[${index}]`, `no tag named ${show(inner)}`);
+      if (!(inner in grammar.tags)) add('unknown-tag', `${joinPath('tags', name)}.contains[${index}]`, { name: inner });
     });
   }
 
@@ -67,39 +64,39 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
     const path = `handovers[${index}]`;
     if (handover.after_tag !== undefined) {
       const tag = grammar.tags[handover.after_tag];
-      if (!tag) add('unknown-tag', 'error', `${path}.after_tag`, `no tag named ${show(handover.after_tag)} (tags: ${Object.keys(grammar.tags).join(', ') || 'none'})`);
-      else if (!tag.close.length) add('unknown-tag', 'error', `${path}.after_tag`, `tag ${show(handover.after_tag)} has no "close", so nothing marks the handover`);
-      if (handoverTags.has(handover.after_tag)) add('duplicate-handover', 'error', `${path}.after_tag`, `a handover after ${show(handover.after_tag)} is already declared`);
+      if (!tag) add('unknown-tag', `${path}.after_tag`, { name: handover.after_tag, known: tags });
+      else if (!tag.close.length) add('tag-without-close', `${path}.after_tag`, { name: handover.after_tag });
+      if (handoverTags.has(handover.after_tag)) add('duplicate-handover', `${path}.after_tag`, { name: handover.after_tag });
       handoverTags.add(handover.after_tag);
     }
     if (handover.after !== undefined) {
-      if (handoverLiterals.has(handover.after)) add('duplicate-handover', 'error', `${path}.after`, `a handover after ${show(handover.after)} is already declared`);
+      if (handoverLiterals.has(handover.after)) add('duplicate-handover', `${path}.after`, { name: handover.after });
       handoverLiterals.add(handover.after);
     }
     handover.replies.forEach((reply, replyIndex) => {
       referenced.add(reply);
-      if (!(reply in grammar.replies)) add('unknown-reply', 'error', `${path}.replies[${replyIndex}]`, `no reply named ${show(reply)} (replies: ${Object.keys(grammar.replies).join(', ') || 'none'})`);
+      if (!(reply in grammar.replies)) add('unknown-reply', `${path}.replies[${replyIndex}]`, { name: reply, known: Object.keys(grammar.replies) });
     });
   });
 
   for (const [name, reply] of Object.entries(grammar.replies)) {
     const path = `${joinPath('replies', name)}`;
     const envelope = reply.open !== undefined || reply.close !== undefined || reply.ends_before !== undefined;
-    if (reply.text !== undefined && envelope) add('reply-shape', 'error', path, 'a reply is either a fixed "text" or an envelope ("open" … "close"/"ends_before"), not both');
-    if (reply.text === undefined && !envelope) add('reply-shape', 'error', path, 'a reply needs "text", or "open" with "close" or "ends_before"');
-    if (envelope && reply.open === undefined) add('reply-shape', 'error', path, 'an envelope needs "open": replies are recognised by how they start');
+    if (reply.text !== undefined && envelope) add('reply-shape', path, { rule: 'text-and-envelope' });
+    if (reply.text === undefined && !envelope) add('reply-shape', path, { rule: 'neither' });
+    if (envelope && reply.open === undefined) add('reply-shape', path, { rule: 'envelope-without-open' });
     if (envelope && reply.open !== undefined && (reply.close === undefined) === (reply.ends_before === undefined)) {
-      add('reply-shape', 'error', path, 'an envelope needs exactly one of "close" (its own last bytes) and "ends_before" (the model\'s next marker)');
+      add('reply-shape', path, { rule: 'close-or-ends-before' });
     }
-    if (reply.close_then_optional.length && reply.close === undefined) add('reply-shape', 'error', `${path}.close_then_optional`, 'only an envelope with "close" can have optional text after it');
-    if (reply.repeats && (reply.open === undefined || reply.close === undefined)) add('reply-shape', 'error', `${path}.repeats`, 'only an envelope with "open" and "close" can repeat: its open is looked for right after its close');
-    if (reply.interrupts && reply.text === undefined) add('reply-shape', 'error', `${path}.interrupts`, 'only a fixed "text" can interrupt a turn: an envelope is found only after a handover');
-    if (!reply.interrupts && !referenced.has(name)) add('unreachable-reply', 'warning', path, `no handover lists ${show(name)} and it does not interrupt, so it can never be recognised`);
+    if (reply.close_then_optional.length && reply.close === undefined) add('reply-shape', `${path}.close_then_optional`, { rule: 'optional-without-close' });
+    if (reply.repeats && (reply.open === undefined || reply.close === undefined)) add('reply-shape', `${path}.repeats`, { rule: 'repeats-without-envelope' });
+    if (reply.interrupts && reply.text === undefined) add('reply-shape', `${path}.interrupts`, { rule: 'interrupt-not-text' });
+    if (!reply.interrupts && !referenced.has(name)) add('unreachable-reply', path, { name });
     if (typeof reply.max_tokens === 'string' && !(reply.max_tokens.slice(1) in grammar.options)) {
-      add('unknown-option', 'error', `${path}.max_tokens`, `no option named ${show(reply.max_tokens.slice(1))} (options: ${Object.keys(grammar.options).join(', ')})`);
+      add('unknown-option', `${path}.max_tokens`, { name: reply.max_tokens.slice(1), known: options });
     }
     if (reply.ends_before !== undefined && !modelLiterals(grammar).some((item) => item.literal === reply.ends_before)) {
-      add('reply-shape', 'error', `${path}.ends_before`, `${show(reply.ends_before)} must be a tag or marker the model writes, since the reply ends where the model starts it`);
+      add('reply-shape', `${path}.ends_before`, { rule: 'ends-before-not-model', literal: reply.ends_before });
     }
   }
 
@@ -110,7 +107,7 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
       ...reply.close_then_optional_when.map((option, index): [string | undefined, string] => [option, `${joinPath('replies', name)}.close_then_optional[${index}]`]),
     ])];
   for (const [option, path] of optionUses) {
-    if (option !== undefined && !(option in grammar.options)) add('unknown-option', 'error', path, `no option named ${show(option)} (options: ${Object.keys(grammar.options).join(', ')})`);
+    if (option !== undefined && !(option in grammar.options)) add('unknown-option', path, { name: option, known: options });
   }
 
   // One literal inside another makes the shorter one fire first and hide the longer: reject it.
@@ -119,15 +116,15 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
     for (const b of literals) {
       if (a === b) continue;
       if (a.literal === b.literal) {
-        if (a.path < b.path) add('literal-overlap', 'error', b.path, `${show(b.literal)} is also ${a.path}: each literal may mean one thing`);
+        if (a.path < b.path) add('literal-overlap', b.path, { rule: 'same', literal: b.literal, otherPath: a.path });
       } else if (a.literal.includes(b.literal)) {
-        add('literal-overlap', 'error', a.path, `${show(a.literal)} contains ${b.path} ${show(b.literal)}, which would be found first`);
+        add('literal-overlap', a.path, { rule: 'contains', literal: a.literal, otherPath: b.path, other: b.literal });
       }
     }
   }
   const prompts = grammar.prompt.ends_after.map((literal, index) => ({ literal, path: `prompt.ends_after[${index}]` }));
   for (const a of prompts) for (const b of prompts) {
-    if (a !== b && a.literal.includes(b.literal)) add('literal-overlap', 'error', a.path, `${show(a.literal)} contains ${b.path} ${show(b.literal)}`);
+    if (a !== b && a.literal.includes(b.literal)) add('literal-overlap', a.path, { rule: 'contains', literal: a.literal, otherPath: b.path, other: b.literal });
   }
   grammar.handovers.forEach((handover, index) => {
     handover.model_continues.forEach((literal, at) => {
@@ -135,11 +132,11 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
         const start = reply.open ?? reply.text;
         return start !== undefined && (start.startsWith(literal) || literal.startsWith(start));
       });
-      if (clash) add('literal-overlap', 'error', `handovers[${index}].model_continues[${at}]`, `${show(literal)} and a reply's start (${show(clash.open ?? clash.text!)}) begin alike: after the handover one could not tell who writes`);
+      if (clash) add('literal-overlap', `handovers[${index}].model_continues[${at}]`, { rule: 'begins-alike', literal, other: clash.open ?? clash.text! });
     });
   });
   if (grammar.prompt.ends_after.length === 0) {
-    add('no-prompt-end', 'warning', 'prompt.ends_after', 'no prompt end is declared: every rollout must bring "prompt_length"');
+    add('no-prompt-end-declared', 'prompt.ends_after');
   }
   return issues;
 }

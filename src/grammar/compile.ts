@@ -8,7 +8,7 @@
  * `transition()`, and what each state can hear (`snapshot.can`) becomes a byte automaton for that state.
  */
 import { createMachine, initialTransition, transition, type AnyMachineSnapshot, type AnyStateMachine } from 'xstate';
-import { modelLiterals, type GrammarIssue } from './check.ts';
+import { grammarIssue, modelLiterals, type GrammarIssue } from './check.ts';
 import type { Grammar } from './schema.ts';
 import { machineConfig, type TransitionCode } from './machine.ts';
 import { buildDfa, interruptTrigger, type Dfa, type DfaLiteral } from './automata.ts';
@@ -213,7 +213,7 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
     ...replyNames.map((name) => JSON.stringify(`reply-${name}`)),
   ];
   for (const key of declared) {
-    if (!reached.has(key)) issues.push({ code: 'unreachable-state', severity: 'warning', path: '', message: `state ${key} can never be reached from the prompt` });
+    if (!reached.has(key)) issues.push(grammarIssue('unreachable-state', '', { name: key }));
   }
 
   return {

@@ -10,13 +10,20 @@ import { relative } from 'node:path';
 import type { Grammar } from './schema.ts';
 import type { LoadedTokenizer } from '../tokenizer/load.ts';
 import { textOf } from '../tokenizer/table.ts';
+import { messageOf, severityOf, type DiagnosticArgs, type LintCode, type Severity } from '../diagnostics.ts';
 
 export interface LiteralFinding {
-  code: 'literal-tokens' | 'boundary-merge' | 'token-count-differs';
-  severity: 'info' | 'warning';
+  code: LintCode;
+  severity: Severity;
   path: string;
   literal: string;
+  args: DiagnosticArgs;
+  /** The registry's words for code and args. */
   message: string;
+}
+
+function finding(code: LintCode, path: string, args: DiagnosticArgs & { literal: string }): LiteralFinding {
+  return { code, severity: severityOf(code), path, literal: args.literal, args, message: messageOf(code, args) };
 }
 
 interface GrammarLiteral {
@@ -72,8 +79,8 @@ export async function lintLiterals(grammar: Grammar, tokenizers: LoadedTokenizer
       const encode = encoders[t];
       const ids = encode(literal);
       counts.push(ids.length);
-      const pieces = ids.map((id) => show(textOf(tokenizer.table, [id])));
-      findings.push({ code: 'literal-tokens', severity: 'info', path, literal, message: `[${label(tokenizer)}] ${show(literal)} is ${ids.length} token${ids.length === 1 ? '' : 's'}: ${pieces.join(' ')}` });
+      const pieces = ids.map((id) => textOf(tokenizer.table, [id]));
+      findings.push(finding('literal-tokens', path, { tokenizer: label(tokenizer), literal, literals: pieces }));
       const merges = new Set<string>();
       const check = (before: string, after: string) => {
         const start = Buffer.byteLength(before);
@@ -90,11 +97,11 @@ export async function lintLiterals(grammar: Grammar, tokenizers: LoadedTokenizer
       if (roleEdgeAtStart) for (const before of BEFORE) check(before, '');
       if (roleEdgeAtEnd) for (const after of AFTER) check('', after);
       if (merges.size) {
-        findings.push({ code: 'boundary-merge', severity: 'warning', path, literal, message: `[${label(tokenizer)}] ${show(literal)} starts or ends a role, and BPE merges it with its neighbour: ${[...merges].join('; ')}. A stream re-tokenized in one piece gets straddling tokens there` });
+        findings.push(finding('boundary-merge', path, { tokenizer: label(tokenizer), literal, merges: [...merges] }));
       }
     });
     if (new Set(counts).size > 1) {
-      findings.push({ code: 'token-count-differs', severity: 'warning', path, literal, message: `${show(literal)} is ${tokenizers.map((tokenizer, t) => `${counts[t]} token${counts[t] === 1 ? '' : 's'} in ${label(tokenizer)}`).join(', ')}: match it on bytes, never on ids` });
+      findings.push(finding('token-count-differs', path, { literal, counts: tokenizers.map((tokenizer, t) => ({ tokenizer: label(tokenizer), count: counts[t] })) }));
     }
   }
   return findings;

@@ -5,7 +5,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { BUNDLED_GRAMMARS } from '../paths.ts';
-import { checkGrammar, type GrammarIssue } from './check.ts';
+import { checkGrammar, grammarIssue, type GrammarIssue } from './check.ts';
 import { compileGrammar, type CompiledGrammar } from './compile.ts';
 import { JsonSyntaxError, parseLocated, type Place } from './json.ts';
 import { readGrammar } from './schema.ts';
@@ -54,7 +54,7 @@ export function checkGrammarFile(file: string): CheckedGrammar {
     located = parseLocated(text);
   } catch (error) {
     if (!(error instanceof JsonSyntaxError)) throw error;
-    return { file, issues: [{ code: 'grammar-shape', severity: 'error', path: '', message: `not valid JSON: ${error.message}`, file, place: error.place }] };
+    return { file, issues: [{ ...grammarIssue('grammar-shape', '', { detail: `not valid JSON: ${error.message}` }), file, place: error.place }] };
   }
   const placeOf = (path: string): Place => {
     // The nearest enclosing value that exists (a missing key is reported where its object starts).
@@ -68,7 +68,7 @@ export function checkGrammarFile(file: string): CheckedGrammar {
 
   const { grammar, issues: shapeIssues } = readGrammar(located.value);
   if (!grammar) {
-    return { file, issues: shapeIssues.map((issue) => locate({ code: 'grammar-shape', severity: 'error', ...issue })) };
+    return { file, issues: shapeIssues.map((issue) => locate(grammarIssue('grammar-shape', issue.path, { detail: issue.message }))) };
   }
   const issues = checkGrammar(grammar).map(locate);
   if (issues.some((issue) => issue.severity === 'error')) return { file, issues };

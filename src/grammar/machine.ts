@@ -3,9 +3,9 @@
  * kind a span has, which diagnostics a step raises). compile.ts enumerates it into tables.
  */
 import type { Grammar } from './schema.ts';
+import type { TransitionCode } from '../diagnostics.ts';
 
-/** Diagnostic codes a machine transition can raise. */
-export type TransitionCode = 'nested-tag' | 'observation-tag-in-action' | 'missing-reply' | 'text-after-end' | 'reply-in-reply';
+export type { TransitionCode };
 
 /** The xstate machine config a grammar means. Plain data, so it can be printed, tested and visualised. */
 export function machineConfig(grammar: Grammar) {

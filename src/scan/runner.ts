@@ -245,12 +245,15 @@ function finish(c: Cursor, promptLength: number): void {
   }
 }
 
-/** The state an event leads to from the current one, noting the diagnostics the transition raises. */
+/**
+ * The state an event leads to from the current one, noting the diagnostics the transition raises (with
+ * the reply being read, if any: `reply-in-reply` names it).
+ */
 function fire(c: Cursor, eventIndex: number, at: number): number {
   const { grammar } = c.bound;
   const index = c.state * grammar.events.length + eventIndex;
   const raised = grammar.codes[index];
-  if (raised) for (const code of raised) c.out.note(code, at);
+  if (raised) for (const code of raised) c.out.note(code, at, grammar.states[c.state].reply);
   return grammar.next[index];
 }
 
