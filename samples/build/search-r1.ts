@@ -139,7 +139,10 @@ export function loadTokenizer(target: Target): Tokenizer {
     if (ids.length !== 1) throw new Error(`not a single token: ${token}`);
     return ids[0];
   };
-  const padToken: string = config.pad_token ?? config.eos_token;
+  // tokenizer_config.json spells a token as a string or as an AddedToken object (DeepSeek: {"content": …}).
+  const textOf = (token: string | { content: string } | undefined) => (typeof token === 'object' && token !== null ? token.content : token);
+  config.eos_token = textOf(config.eos_token);
+  const padToken: string = textOf(config.pad_token) ?? config.eos_token;
   return {
     tok,
     padToken,
@@ -160,7 +163,10 @@ function byteLengths(json: { model: { vocab: Record<string, number> }; added_tok
   for (let b = 0; b < 256; b++) byteOfChar.set(alphabet.has(b) ? b : 256 + extra++, b);
 
   const lengths = new Map<number, number>();
+  // Added tokens may also stand in the vocab under their text (DeepSeek's <｜…｜>): their length is set below.
+  const added = new Set(json.added_tokens.map((token) => token.id));
   for (const [token, id] of Object.entries(json.model.vocab)) {
+    if (added.has(id)) continue;
     const chars = [...token].map((c) => c.codePointAt(0)!);
     if (!chars.every((c) => byteOfChar.has(c))) throw new Error(`not a byte-level token: ${token}`);
     lengths.set(id, chars.length);
