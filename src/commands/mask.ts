@@ -12,6 +12,7 @@ import { compareMasks, formatDisagreement, formatFrame, frameOf } from '../confo
 import { JsonlWriter, readJsonl } from '../io/jsonl.ts';
 import { readRolloutBytes, type RolloutLine } from '../io/rollout.ts';
 import { RolloutError } from '../diagnostics.ts';
+import type { HtmlReport } from '../report/html.ts';
 
 /**
  * One Masker per distinct option set (rollouts may bring their own options). Binding a new set costs only
@@ -73,8 +74,8 @@ function record(summary: RunSummary, result: MaskResult) {
 
 type Mode = 'mask' | 'check';
 
-/** Stream rollouts from `input` through the masker into `output`. */
-export async function runRollouts(pool: MaskerPool, input: string, output: string | undefined, mode: Mode, log: (line: string) => void): Promise<RunSummary> {
+/** Stream rollouts from `input` through the masker into `output`; every rollout also goes into `html` when given. */
+export async function runRollouts(pool: MaskerPool, input: string, output: string | undefined, mode: Mode, log: (line: string) => void, html?: HtmlReport): Promise<RunSummary> {
   const writer = new JsonlWriter(output);
   const summary = newSummary();
   const where = input === '-' ? '<stdin>' : input;
@@ -86,7 +87,10 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
         if (mode === 'check' && !rollout.mask) throw new Error('no mask to check: give "mask" (or verl-style "response_mask")');
         const result = pool.get(rollout.options).mask(rollout.tokens, { promptLength: rollout.promptLength });
         record(summary, result);
-        if (mode === 'mask') writeMaskLine(writer, rollout.id, result);
+        if (mode === 'mask') {
+          writeMaskLine(writer, rollout.id, result);
+          html?.add(pool.tokenizer.table, { id: rollout.id, tokens: rollout.tokens, result, source: `${where}:${line.number}` });
+        }
         else {
           const frame = frameOf(rollout.mask!.length, rollout.tokens.length);
           const disagreements = compareMasks(pool.tokenizer.table, rollout.tokens, rollout.mask!, result, frame === 'targets' ? 1 : 0);
@@ -96,12 +100,14 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
           if (disagreements.length && frame === 'targets') log(`${where}:${line.number}: ${formatFrame(rollout.id, rollout.mask!.length, rollout.tokens.length)}`);
           for (const run of disagreements) log(`${where}:${line.number}: ${formatDisagreement(rollout.id, run)}`);
           writer.write(`${JSON.stringify({ id: rollout.id, agree: disagreements.length === 0, tokens: rollout.tokens.length, frame, disagreements, diagnostics: result.diagnostics })}\n`);
+          html?.add(pool.tokenizer.table, { id: rollout.id, tokens: rollout.tokens, result, audit: { mask: rollout.mask!, frame, disagreements }, source: `${where}:${line.number}` });
         }
       } catch (error) {
         summary.failed++;
         const message = error instanceof RolloutError && error.token !== undefined ? error.message : (error as Error).message;
         log(`${where}:${line.number}: ${message}`);
         writer.write(`${JSON.stringify({ id: rollout?.id ?? idOf(line.text), line: line.number, error: message })}\n`);
+        html?.add(pool.tokenizer.table, { id: rollout?.id ?? idOf(line.text), tokens: [], error: message, source: `${where}:${line.number}` });
       }
     }
     writer.close();

@@ -12,12 +12,13 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { BUNDLED_SAMPLES } from '../paths.ts';
-import { checkTrajectory, clip, compareMasks, formatDisagreement, type TrajectoryVerdict, type Disagreement } from '../conformance.ts';
+import { checkTrajectory, clip, compareMasks, formatDisagreement, frameOf, type DatumSeen, type TrajectoryVerdict, type Disagreement } from '../conformance.ts';
 import { readJsonl } from '../io/jsonl.ts';
 import { readOptions, readRolloutLine } from '../io/rollout.ts';
 import { parseTrajectoryLine } from '../merge.ts';
 import type { OptionValues } from '../scan/bind.ts';
 import { MaskerPool, runRollouts, formatSummary } from './mask.ts';
+import type { HtmlReport } from '../report/html.ts';
 
 export { BUNDLED_SAMPLES };
 
@@ -86,22 +87,33 @@ export interface SuiteVerdict {
   errors: string[];
 }
 
-/** Run every check a suite supports. */
-export async function proveSuite(suite: Suite, opened?: MaskerPool): Promise<SuiteVerdict> {
+/**
+ * Run every check a suite supports. With `html`, every rollout and datum also goes into the report, grouped
+ * by suite and check; the audited side is the construction's mask (rollouts) or the merge's (datums).
+ */
+export async function proveSuite(suite: Suite, opened?: MaskerPool, html?: HtmlReport): Promise<SuiteVerdict> {
   const pool = opened ?? await MaskerPool.open(suite.grammar, suite.tokenizer, suite.options);
   const table = pool.tokenizer.table;
   const verdict: SuiteVerdict = { suite, rollouts: [], retokenized: [], trajectories: [], errors: [] };
 
   const eachRollout = async (file: string, into: RolloutVerdict[], compare: boolean) => {
+    const group = `${suite.name} · ${compare ? 'rollouts (construction vs protocol)' : 'retokenized'}`;
     for (const line of readJsonl(file)) {
+      let tokens: ArrayLike<number> = [];
+      let id: unknown = null;
       try {
         const rollout = readRolloutLine(line.text);
+        tokens = rollout.tokens;
+        id = rollout.id;
         const result = pool.get(rollout.options).mask(rollout.tokens, { promptLength: rollout.promptLength });
-        const disagreements = compare && rollout.mask ? compareMasks(table, rollout.tokens, rollout.mask, result, rollout.mask.length === rollout.tokens.length ? 0 : 1) : [];
+        const frame = rollout.mask ? frameOf(rollout.mask.length, rollout.tokens.length) : 'tokens';
+        const disagreements = compare && rollout.mask ? compareMasks(table, rollout.tokens, rollout.mask, result, frame === 'targets' ? 1 : 0) : [];
         const straddles = result.diagnostics.filter((item) => item.code === 'straddling-token').length;
         into.push({ id: rollout.id, tokens: rollout.tokens.length, disagreements, straddles });
+        html?.add(table, { id: rollout.id, tokens: rollout.tokens, result, group, source: `${file}:${line.number}`, audit: compare && rollout.mask ? { mask: rollout.mask, frame, disagreements, side: 'construction' } : undefined });
       } catch (error) {
         verdict.errors.push(`${file}:${line.number}: ${(error as Error).message}`);
+        html?.add(table, { id, tokens, group, source: `${file}:${line.number}`, error: (error as Error).message });
       }
     }
   };
@@ -112,7 +124,16 @@ export async function proveSuite(suite: Suite, opened?: MaskerPool): Promise<Sui
       try {
         const value = JSON.parse(line.text);
         const { id, trajectory, advantage } = parseTrajectoryLine(value, `${suite.trajectories}:${line.number}`);
-        verdict.trajectories.push(checkTrajectory(pool.get(readOptions(value.options)), table, id, trajectory, advantage));
+        const seen: DatumSeen[] = [];
+        const checked = checkTrajectory(pool.get(readOptions(value.options)), table, id, trajectory, advantage, html ? (datum) => seen.push(datum) : undefined);
+        verdict.trajectories.push(checked);
+        for (const datum of seen) {
+          const notes = checked.splits.map((split) => `split at transition ${split.transition}, token ${split.position}: the sequence so far ${clip(split.expected, 60)}, the new observation ${clip(split.actual, 60)}; ${checked.cost.trainedTokens} tokens trained as ${checked.datums.length} datums vs ${checked.cost.mergedTokens} merged`);
+          html!.add(table, {
+            id: `${String(id)} datum ${datum.datum}`, tokens: datum.tokens, result: datum.result, group: `${suite.name} · merge (merge vs protocol)`, source: `${suite.trajectories}:${line.number}`,
+            audit: { mask: datum.mask, frame: 'targets', disagreements: datum.disagreements, side: 'merge' }, notes,
+          });
+        }
       } catch (error) {
         verdict.errors.push(`${suite.trajectories}:${line.number}: ${(error as Error).message}`);
       }
