@@ -1,0 +1,533 @@
+/**
+ * Rollout shapes: how each RL framework writes a rollout, read into one token stream (plus the mask the
+ * line brings, in its own frame), and written back with the framework's own field names.
+ *
+ * Every field name and frame below was read in the framework's source (snapshot commits):
+ *
+ * - verl 1dda039b: `verl/experimental/agent_loop/agent_loop.py` `AgentLoopOutput{prompt_ids, response_ids,
+ *   response_mask}` (response_mask covers response_ids: 1 for LLM tokens, 0 for tool responses); the padded
+ *   batch (`_postprocess`): `prompts` left-padded, `responses` right-padded, `attention_mask` over both
+ *   (0 on padding), `response_mask` over the padded response (multiplied by its attention mask).
+ * - TRL f2cd5771: `trl/trainer/grpo_trainer.py` returns `prompt_ids`, `completion_ids`, `completion_mask`
+ *   (1 on completion tokens up to EOS) and, in multi-turn tool use, `tool_mask` (0 on tool-result tokens);
+ *   the loss mask is `completion_mask * tool_mask`.
+ * - SkyRL a9564572: `skyrl/train/generators/base.py` `GeneratorOutput{prompt_token_ids, response_ids,
+ *   loss_masks, …}`, each a list with one entry per rollout; `loss_masks[i]` covers `response_ids[i]`
+ *   (`skyrl/train/dataset/preprocess.py`).
+ * - slime 624b824a: `slime/utils/types.py` `Sample{tokens, response_length, loss_mask}`: `tokens` is prompt +
+ *   response, `loss_mask` covers the last `response_length` tokens (None means all ones).
+ * - OpenRLHF 3c3be623: `openrlhf/trainer/ppo_utils/samples_generator.py` builds `action_mask` over the
+ *   concatenated tokens from `action_ranges`, then keeps `action_mask[1:]`: one shorter than `sequences`,
+ *   `action_mask[i]` belongs to token i + 1 (it lines up with the log-probs of the next token).
+ * - AReaL 4aef98d8: `areal/workflow/rlvr.py`, `multi_turn.py`: `input_ids` and `loss_mask` of the same
+ *   length (`[0]*input_len + [1]*output_len` per turn); the trainer rolls it by one itself.
+ * - verifiers a60a606e: `verifiers/legacy/types.py` `TrajectoryStepTokens{prompt_ids, prompt_mask,
+ *   completion_ids, completion_mask}`: `prompt_mask` is a loss mask over the prompt (all 0), not attention.
+ * - prime-rl 559b4477: `src/prime_rl/trainer/rl/token_export.py` writes `{token_ids, position_ids, loss_mask
+ *   (bool), …}` per packed micro-sequence; `src/prime_rl/trainer/batch.py` packs samples whose
+ *   `position_ids` restart at 0, and `loss_mask` is aligned with `token_ids` (`TrainingSample.mask`).
+ * - tinker-cookbook 9dfcc3a2: a `Datum` is `model_input` (a `ModelInput` of chunks, each
+ *   `EncodedTextChunk{tokens}`; `tinker_cookbook/display.py` flattens `datum.model_input.chunks`) and
+ *   `loss_fn_inputs{target_tokens, mask, …}`, all in target space; `tagmask merge` writes the flat form
+ *   `{tokens, target_tokens, mask}`.
+ */
+import type { OptionValues } from '../scan.ts';
+
+export type ShapeName =
+  | 'flat' | 'tinker' | 'verl' | 'verl-padded' | 'trl' | 'verifiers' | 'skyrl' | 'slime' | 'openrlhf' | 'areal'
+  | 'prime-rl' | 'text-io' | 'text-prompt' | 'text' | 'messages';
+
+/** The mask a line brings, as the framework lays it out. */
+export interface GivenMask {
+  /** Field name(s) it came from, as the framework spells them (`response_mask`, `completion_mask*tool_mask`). */
+  field: string;
+  /** Its values (0/1), unpadded. */
+  values: number[];
+  /** Stream position of `values[0]`'s token (for shift 1: `values[i]` belongs to token start + i + 1). */
+  start: number;
+  shift: 0 | 1;
+}
+
+/** One rollout read from a token shape: one stream of ids, where its prompt ends, and its given mask. */
+export interface TokenRollout {
+  kind: 'tokens';
+  id: unknown;
+  tokens: ArrayLike<number>;
+  /** -1: unknown, let the grammar find the prompt's end. */
+  promptLength: number;
+  options: OptionValues;
+  given?: GivenMask;
+}
+
+/** A rollout given as text: prompt (may be empty) and response, or one text. */
+export interface TextRollout {
+  kind: 'text';
+  id: unknown;
+  options: OptionValues;
+  /** Known prompt text (`input`, `prompt`), or undefined when the grammar must find the prompt's end. */
+  prompt?: string;
+  text: string;
+  /** The field names, for messages. */
+  fields: string[];
+}
+
+/** A conversation in OpenAI / Hugging Face message form, to render with the tokenizer's chat template. */
+export interface MessagesRollout {
+  kind: 'messages';
+  id: unknown;
+  options: OptionValues;
+  messages: Array<Record<string, unknown>>;
+  tools?: unknown[];
+}
+
+export type ShapedRollout = TokenRollout | TextRollout | MessagesRollout;
+
+/** One input line (or Parquet row) read in its shape: one rollout, or several (SkyRL batches, prime-rl packs). */
+export interface ShapedLine {
+  shape: ShapeName;
+  rollouts: ShapedRollout[];
+}
+
+export class ShapeError extends Error {}
+
+type Json = Record<string, unknown>;
+const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+export function idArray(value: unknown, field: string): number[] {
+  if (!Array.isArray(value)) throw new ShapeError(`"${field}" must be an array of token ids`);
+  for (let i = 0; i < value.length; i++) {
+    const id = value[i];
+    if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > 0xffffffff) {
+      throw new ShapeError(`${field}[${i}]: expected a token id (non-negative integer), got ${JSON.stringify(id)}`);
+    }
+  }
+  return value as number[];
+}
+
+export function maskValues(value: unknown, field: string): number[] {
+  if (!Array.isArray(value)) throw new ShapeError(`"${field}" must be an array of 0/1`);
+  return value.map((item, i) => {
+    // Float masks (tinker, SkyRL write 0.0/1.0) and booleans (prime-rl) are accepted; anything else is an error.
+    if (item === 0 || item === 1) return item;
+    if (item === true || item === false) return item ? 1 : 0;
+    throw new ShapeError(`${field}[${i}]: expected 0 or 1, got ${JSON.stringify(item)}`);
+  });
+}
+
+export function readOptions(value: unknown): OptionValues {
+  if (value === undefined) return {};
+  if (!isObject(value)) throw new ShapeError('"options" must be an object of grammar option values');
+  for (const [key, item] of Object.entries(value)) {
+    if (item !== null && typeof item !== 'number') throw new ShapeError(`options.${key}: expected a number or null, got ${JSON.stringify(item)}`);
+  }
+  return value as OptionValues;
+}
+
+const sameLength = (a: { length: number }, aName: string, b: { length: number }, bName: string) => {
+  if (a.length !== b.length) throw new ShapeError(`${aName} has ${a.length} entries for ${b.length} ${bName}`);
+};
+
+/** A prompt + response stream with a response-only mask. */
+function promptResponse(id: unknown, options: OptionValues, prompt: number[], response: number[], mask: number[] | undefined, field: string): TokenRollout {
+  const rollout: TokenRollout = { kind: 'tokens', id, tokens: prompt.concat(response), promptLength: prompt.length, options };
+  if (mask) {
+    sameLength(mask, field, response, 'response tokens');
+    rollout.given = { field, values: mask, start: prompt.length, shift: 0 };
+  }
+  return rollout;
+}
+
+/** tinker `ModelInput` JSON: `{"chunks": [{"tokens": […], "type": "encoded_text"}]}` flattened, like `to_ints()`. */
+export function modelInputTokens(value: unknown, field: string): number[] {
+  if (Array.isArray(value)) return idArray(value, field);
+  if (!isObject(value) || !Array.isArray(value.chunks)) throw new ShapeError(`"${field}" must be token ids or a ModelInput {"chunks": [{"tokens": […]}]}`);
+  const ids: number[] = [];
+  value.chunks.forEach((chunk, k) => {
+    if (!isObject(chunk) || (chunk.type !== undefined && chunk.type !== 'encoded_text')) {
+      throw new ShapeError(`${field}.chunks[${k}]: only encoded_text chunks hold token ids (got ${JSON.stringify(isObject(chunk) ? chunk.type : chunk)})`);
+    }
+    for (const id of idArray(chunk.tokens, `${field}.chunks[${k}].tokens`)) ids.push(id);
+  });
+  return ids;
+}
+
+/** A tinker TensorData (`{"data": […]}`) or a plain array. */
+const tensorData = (value: unknown) => (isObject(value) && Array.isArray(value.data) ? value.data : value);
+
+interface ShapeSpec {
+  name: ShapeName;
+  /** Who writes it. */
+  framework: string;
+  /** Keys that must be there to read the token stream. */
+  keys: string[];
+  /** Keys holding the mask (needed by `check`). */
+  maskKeys: string[];
+  /** Keys that make the match more specific when present. */
+  hints?: string[];
+  read(value: Json, id: unknown, options: OptionValues): ShapedRollout[];
+  /** The input line with its mask fields replaced by `masks` (one per rollout), in the framework's frame. */
+  writeBack?(value: Json, rollouts: TokenRollout[], masks: ArrayLike<number>[]): Json;
+}
+
+const slice = (mask: ArrayLike<number>, start: number, end = mask.length) => Array.from({ length: Math.max(0, end - start) }, (_, i) => mask[start + i]);
+
+export const SHAPES: ShapeSpec[] = [
+  {
+    name: 'flat', framework: 'tagmask', keys: ['tokens'], maskKeys: ['mask'], hints: ['prompt_length'],
+    read(value, id, options) {
+      const tokens = idArray(value.tokens, 'tokens');
+      let promptLength = -1;
+      if (value.prompt_length !== undefined) {
+        const length = value.prompt_length;
+        if (typeof length !== 'number' || !Number.isInteger(length) || length < 0) throw new ShapeError(`prompt_length: expected a non-negative integer, got ${JSON.stringify(length)}`);
+        if (length > tokens.length) throw new ShapeError(`prompt_length ${length} is longer than the rollout (${tokens.length} tokens)`);
+        promptLength = length;
+      }
+      const rollout: TokenRollout = { kind: 'tokens', id, tokens, promptLength, options };
+      if (value.mask !== undefined) {
+        const mask = maskValues(value.mask, 'mask');
+        if (mask.length !== tokens.length && mask.length !== tokens.length - 1) {
+          throw new ShapeError(`mask has ${mask.length} entries for ${tokens.length} tokens (expected ${tokens.length}, or ${tokens.length - 1} in target space)`);
+        }
+        rollout.given = { field: 'mask', values: mask, start: 0, shift: mask.length === tokens.length ? 0 : 1 };
+      }
+      return [rollout];
+    },
+    writeBack: (value, _rollouts, [mask]) => ({ ...value, mask: Array.from(mask) }),
+  },
+  {
+    // A datum: `tokens` (or `model_input`) is the model input, all but the last token; targets are shifted by one.
+    name: 'tinker', framework: 'tinker', keys: ['target_tokens'], maskKeys: ['mask'], hints: ['tokens', 'model_input', 'prompt_length'],
+    read(value, id, options) {
+      if (value.model_input === undefined && value.tokens === undefined) throw new ShapeError('tinker (datum): missing "tokens" (or "model_input")');
+      const input = value.model_input !== undefined ? modelInputTokens(value.model_input, 'model_input') : modelInputTokens(value.tokens, 'tokens');
+      const targets = idArray(tensorData(value.target_tokens), 'target_tokens');
+      sameLength(targets, 'target_tokens', input, 'input tokens');
+      const tokens = targets.length ? [...input, targets[targets.length - 1]] : input;
+      const flat = SHAPES[0].read({ tokens, prompt_length: value.prompt_length }, id, options)[0] as TokenRollout;
+      if (value.mask !== undefined) {
+        const mask = maskValues(tensorData(value.mask), 'mask');
+        sameLength(mask, 'mask', targets, 'target_tokens');
+        flat.given = { field: 'mask', values: mask, start: 0, shift: 1 };
+      }
+      return [flat];
+    },
+    writeBack: (value, _rollouts, [mask]) => ({ ...value, mask: slice(mask, 1) }),
+  },
+  {
+    name: 'tinker', framework: 'tinker Datum', keys: ['model_input', 'loss_fn_inputs'], maskKeys: ['loss_fn_inputs.mask'],
+    read(value, id, options) {
+      const inputs = value.loss_fn_inputs;
+      if (!isObject(inputs)) throw new ShapeError('"loss_fn_inputs" must be an object');
+      if (inputs.target_tokens === undefined) throw new ShapeError('tinker Datum: missing "loss_fn_inputs.target_tokens"');
+      return SHAPES[1].read({ model_input: value.model_input, target_tokens: inputs.target_tokens, mask: inputs.mask, prompt_length: value.prompt_length }, id, options);
+    },
+    writeBack: (value, _rollouts, [mask]) => ({ ...value, loss_fn_inputs: { ...(value.loss_fn_inputs as Json), mask: slice(mask, 1) } }),
+  },
+  {
+    name: 'verl', framework: 'verl AgentLoopOutput', keys: ['prompt_ids', 'response_ids'], maskKeys: ['response_mask'],
+    read: (value, id, options) => [promptResponse(id, options, idArray(value.prompt_ids, 'prompt_ids'), idArray(value.response_ids, 'response_ids'),
+      value.response_mask === undefined ? undefined : maskValues(value.response_mask, 'response_mask'), 'response_mask')],
+    writeBack: (value, [rollout], [mask]) => ({ ...value, response_mask: slice(mask, rollout.promptLength) }),
+  },
+  {
+    name: 'verl-padded', framework: 'verl batch (padded)', keys: ['prompts', 'responses', 'attention_mask'], maskKeys: ['response_mask'], hints: ['input_ids'],
+    read(value, id, options) {
+      const prompts = idArray(value.prompts, 'prompts');
+      const responses = idArray(value.responses, 'responses');
+      const attention = maskValues(value.attention_mask, 'attention_mask');
+      sameLength(attention, 'attention_mask', { length: prompts.length + responses.length }, 'prompts + responses');
+      // Left padding on the prompt: its attention is 0…0 1…1; right padding on the response: 1…1 0…0.
+      let promptStart = 0;
+      while (promptStart < prompts.length && attention[promptStart] === 0) promptStart++;
+      for (let i = promptStart; i < prompts.length; i++) if (attention[i] !== 1) throw new ShapeError(`attention_mask[${i}]: 0 inside the prompt (verl pads prompts on the left only)`);
+      let responseLength = 0;
+      while (responseLength < responses.length && attention[prompts.length + responseLength] === 1) responseLength++;
+      for (let i = responseLength; i < responses.length; i++) if (attention[prompts.length + i] !== 0) throw new ShapeError(`attention_mask[${prompts.length + i}]: 1 after the response's padding began (verl pads responses on the right only)`);
+      let mask: number[] | undefined;
+      if (value.response_mask !== undefined) {
+        const full = maskValues(value.response_mask, 'response_mask');
+        sameLength(full, 'response_mask', responses, 'responses');
+        mask = full.slice(0, responseLength);
+      }
+      return [promptResponse(id, options, prompts.slice(promptStart), responses.slice(0, responseLength), mask, 'response_mask')];
+    },
+    writeBack(value, [rollout], [mask]) {
+      const responses = (value.responses as unknown[]).length;
+      const own = slice(mask, rollout.promptLength);
+      return { ...value, response_mask: own.concat(new Array<number>(responses - own.length).fill(0)) };
+    },
+  },
+  {
+    name: 'verifiers', framework: 'verifiers', keys: ['prompt_ids', 'prompt_mask', 'completion_ids'], maskKeys: ['completion_mask'],
+    read(value, id, options) {
+      const prompt = idArray(value.prompt_ids, 'prompt_ids');
+      const promptMask = maskValues(value.prompt_mask, 'prompt_mask');
+      sameLength(promptMask, 'prompt_mask', prompt, 'prompt_ids');
+      const completion = idArray(value.completion_ids, 'completion_ids');
+      const rollout: TokenRollout = { kind: 'tokens', id, tokens: prompt.concat(completion), promptLength: prompt.length, options };
+      if (value.completion_mask !== undefined) {
+        const completionMask = maskValues(value.completion_mask, 'completion_mask');
+        sameLength(completionMask, 'completion_mask', completion, 'completion_ids');
+        // The loss mask is prompt_mask + completion_mask over prompt_ids + completion_ids.
+        rollout.given = { field: 'prompt_mask+completion_mask', values: promptMask.concat(completionMask), start: 0, shift: 0 };
+      }
+      return [rollout];
+    },
+    writeBack: (value, [rollout], [mask]) => ({ ...value, prompt_mask: slice(mask, 0, rollout.promptLength), completion_mask: slice(mask, rollout.promptLength) }),
+  },
+  {
+    name: 'trl', framework: 'TRL', keys: ['prompt_ids', 'completion_ids'], maskKeys: ['completion_mask'], hints: ['tool_mask'],
+    read(value, id, options) {
+      const completion = idArray(value.completion_ids, 'completion_ids');
+      let mask: number[] | undefined;
+      let field = 'completion_mask';
+      if (value.completion_mask !== undefined) {
+        mask = maskValues(value.completion_mask, 'completion_mask');
+        if (value.tool_mask !== undefined) {
+          // TRL trains completion_mask * tool_mask (tool_mask: 0 on tool results).
+          const tool = maskValues(value.tool_mask, 'tool_mask');
+          sameLength(tool, 'tool_mask', completion, 'completion_ids');
+          mask = mask.map((bit, i) => bit * tool[i]);
+          field = 'completion_mask*tool_mask';
+        }
+      }
+      return [promptResponse(id, options, idArray(value.prompt_ids, 'prompt_ids'), completion, mask, field)];
+    },
+    writeBack(value, [rollout], [mask]) {
+      // completion_mask stays TRL's (attention up to EOS); the action mask goes where TRL reads it: tool_mask.
+      const own = slice(mask, rollout.promptLength);
+      return value.completion_mask === undefined ? { ...value, completion_mask: own } : { ...value, tool_mask: own };
+    },
+  },
+  {
+    name: 'skyrl', framework: 'SkyRL GeneratorOutput', keys: ['prompt_token_ids', 'response_ids'], maskKeys: ['loss_masks'], hints: ['trajectory_ids'],
+    read(value, id, options) {
+      const batch = Array.isArray(value.prompt_token_ids) && value.prompt_token_ids.length > 0 && Array.isArray(value.prompt_token_ids[0]);
+      if (!batch) {
+        return [promptResponse(id, options, idArray(value.prompt_token_ids, 'prompt_token_ids'), idArray(value.response_ids, 'response_ids'),
+          value.loss_masks === undefined ? undefined : maskValues(value.loss_masks, 'loss_masks'), 'loss_masks')];
+      }
+      // A whole GeneratorOutput: lists of lists, one entry per rollout.
+      const prompts = value.prompt_token_ids as unknown[];
+      const responses = value.response_ids;
+      if (!Array.isArray(responses)) throw new ShapeError('"response_ids" must be a list of token id lists, like "prompt_token_ids"');
+      sameLength(responses, 'response_ids', prompts, 'prompt_token_ids lists');
+      const masks = value.loss_masks;
+      if (masks !== undefined) {
+        if (!Array.isArray(masks)) throw new ShapeError('"loss_masks" must be a list of mask lists');
+        sameLength(masks, 'loss_masks', prompts, 'prompt_token_ids lists');
+      }
+      const trajectories = Array.isArray(value.trajectory_ids) ? value.trajectory_ids : [];
+      return prompts.map((prompt, k) => {
+        // TrajectoryID.to_string() is f"{instance_id}_{repetition_id}".
+        const trajectory = trajectories[k];
+        const name = isObject(trajectory) && trajectory.instance_id !== undefined ? `${String(trajectory.instance_id)}_${String(trajectory.repetition_id)}` : `${id ?? ''}#${k}`;
+        return promptResponse(name, options, idArray(prompt, `prompt_token_ids[${k}]`), idArray(responses[k], `response_ids[${k}]`),
+          masks === undefined ? undefined : maskValues((masks as unknown[])[k], `loss_masks[${k}]`), `loss_masks[${k}]`);
+      });
+    },
+    writeBack(value, rollouts, masks) {
+      const own = rollouts.map((rollout, k) => slice(masks[k], rollout.promptLength));
+      const batch = Array.isArray(value.prompt_token_ids) && Array.isArray(value.prompt_token_ids[0]);
+      return { ...value, loss_masks: batch ? own : own[0] };
+    },
+  },
+  {
+    name: 'slime', framework: 'slime Sample', keys: ['tokens', 'response_length'], maskKeys: ['loss_mask'],
+    read(value, id, options) {
+      const tokens = idArray(value.tokens, 'tokens');
+      const length = value.response_length;
+      if (typeof length !== 'number' || !Number.isInteger(length) || length < 0 || length > tokens.length) {
+        throw new ShapeError(`response_length: expected an integer in [0, ${tokens.length}], got ${JSON.stringify(length)}`);
+      }
+      const start = tokens.length - length;
+      // slime's loss_mask None means every response token is trained.
+      const mask = value.loss_mask === undefined ? undefined : value.loss_mask === null ? new Array<number>(length).fill(1) : maskValues(value.loss_mask, 'loss_mask');
+      return [promptResponse(id ?? value.index, options, tokens.slice(0, start), tokens.slice(start), mask, 'loss_mask')];
+    },
+    writeBack: (value, [rollout], [mask]) => ({ ...value, loss_mask: slice(mask, rollout.promptLength) }),
+  },
+  {
+    name: 'openrlhf', framework: 'OpenRLHF Experience', keys: ['sequences'], maskKeys: ['action_mask'],
+    read(value, id, options) {
+      const tokens = idArray(value.sequences, 'sequences');
+      const rollout: TokenRollout = { kind: 'tokens', id, tokens, promptLength: -1, options };
+      if (value.action_mask !== undefined) {
+        const mask = maskValues(value.action_mask, 'action_mask');
+        if (mask.length !== tokens.length - 1) throw new ShapeError(`action_mask has ${mask.length} entries for ${tokens.length} sequences (OpenRLHF keeps mask[1:]: expected ${tokens.length - 1})`);
+        rollout.given = { field: 'action_mask', values: mask, start: 0, shift: 1 };
+      }
+      return [rollout];
+    },
+    writeBack: (value, _rollouts, [mask]) => ({ ...value, action_mask: slice(mask, 1) }),
+  },
+  {
+    name: 'areal', framework: 'AReaL', keys: ['input_ids'], maskKeys: ['loss_mask'],
+    read(value, id, options) {
+      const tokens = idArray(value.input_ids, 'input_ids');
+      const rollout: TokenRollout = { kind: 'tokens', id, tokens, promptLength: -1, options };
+      if (value.loss_mask !== undefined) {
+        const mask = maskValues(value.loss_mask, 'loss_mask');
+        sameLength(mask, 'loss_mask', tokens, 'input_ids');
+        rollout.given = { field: 'loss_mask', values: mask, start: 0, shift: 0 };
+      }
+      return [rollout];
+    },
+    writeBack: (value, _rollouts, [mask]) => ({ ...value, loss_mask: Array.from(mask) }),
+  },
+  {
+    name: 'prime-rl', framework: 'prime-rl token export', keys: ['token_ids', 'position_ids'], maskKeys: ['loss_mask'],
+    read(value, id, options) {
+      const tokens = idArray(value.token_ids, 'token_ids');
+      const positions = idArray(value.position_ids, 'position_ids');
+      sameLength(positions, 'position_ids', tokens, 'token_ids');
+      const mask = value.loss_mask === undefined ? undefined : maskValues(value.loss_mask, 'loss_mask');
+      if (mask) sameLength(mask, 'loss_mask', tokens, 'token_ids');
+      // Packed: a sample starts wherever position_ids restarts at 0.
+      const starts: number[] = [];
+      for (let i = 0; i < positions.length; i++) {
+        if (positions[i] === 0) starts.push(i);
+        else if (i === 0 || positions[i] !== positions[i - 1] + 1) throw new ShapeError(`position_ids[${i}]: ${positions[i]} neither continues the sample (${i ? positions[i - 1] + 1 : 0}) nor restarts at 0`);
+      }
+      const name = id ?? (value.step !== undefined ? `step${String(value.step)}/rank${String(value.rank)}/${String(value.export_sequence_idx)}` : '');
+      return starts.map((start, k) => {
+        const end = k + 1 < starts.length ? starts[k + 1] : tokens.length;
+        const rollout: TokenRollout = { kind: 'tokens', id: `${String(name)}#${k}`, tokens: tokens.slice(start, end), promptLength: -1, options };
+        if (mask) rollout.given = { field: 'loss_mask', values: mask.slice(start, end), start: 0, shift: 0 };
+        return rollout;
+      });
+    },
+    // prime-rl writes the mask as booleans.
+    writeBack: (value, _rollouts, masks) => ({ ...value, loss_mask: masks.flatMap((mask) => Array.from(mask, (bit) => bit === 1)) }),
+  },
+  {
+    name: 'text-io', framework: 'verl rollout_data_dir (text)', keys: ['input', 'output'], maskKeys: [],
+    read: (value, id, options) => [{ kind: 'text', id: id ?? value.request_id, options, prompt: textField(value.input, 'input'), text: textField(value.output, 'output'), fields: ['input', 'output'] }],
+  },
+  {
+    name: 'text-prompt', framework: 'prompt / completion text', keys: ['prompt', 'completion'], maskKeys: [],
+    read: (value, id, options) => [{ kind: 'text', id, options, prompt: textField(value.prompt, 'prompt'), text: textField(value.completion, 'completion'), fields: ['prompt', 'completion'] }],
+  },
+  {
+    name: 'text', framework: 'text', keys: ['text'], maskKeys: [],
+    read: (value, id, options) => [{ kind: 'text', id, options, text: textField(value.text, 'text'), fields: ['text'] }],
+  },
+  {
+    name: 'messages', framework: 'chat messages', keys: ['messages'], maskKeys: [], hints: ['tools'],
+    read(value, id, options) {
+      if (!Array.isArray(value.messages)) throw new ShapeError('"messages" must be an array of {"role", "content"} objects');
+      value.messages.forEach((message, i) => {
+        if (!isObject(message) || typeof message.role !== 'string') throw new ShapeError(`messages[${i}]: expected an object with a "role"`);
+      });
+      if (value.tools !== undefined && !Array.isArray(value.tools)) throw new ShapeError('"tools" must be an array');
+      return [{ kind: 'messages', id, options, messages: value.messages as Json[], tools: value.tools as unknown[] | undefined }];
+    },
+  },
+];
+
+function textField(value: unknown, field: string): string {
+  if (typeof value !== 'string') throw new ShapeError(`"${field}" must be a string`);
+  return value;
+}
+
+export const SHAPE_NAMES: ShapeName[] = [...new Set(SHAPES.map((shape) => shape.name))];
+
+const has = (value: Json, key: string): boolean => {
+  const [head, ...rest] = key.split('.');
+  if (!(head in value)) return false;
+  return rest.length === 0 || (isObject(value[head]) && has(value[head] as Json, rest.join('.')));
+};
+
+/** Shapes of that name (tinker has two spellings: the flat datum and tinker's own Datum). */
+const shapesNamed = (name: ShapeName) => SHAPES.filter((shape) => shape.name === name);
+
+/** How well a line's keys fit a shape: its reading keys all present, then the most keys matched. */
+function score(shape: ShapeSpec, value: Json): number {
+  return [...shape.keys, ...shape.maskKeys, ...(shape.hints ?? [])].filter((key) => has(value, key)).length;
+}
+
+/** Which shape a line is (by its keys), or an error naming the closest shapes and what they miss. */
+export function detectShape(value: Json, needMask = false): ShapeSpec {
+  let best: ShapeSpec | undefined;
+  let bestScore = -1;
+  for (const shape of SHAPES) {
+    if (!shape.keys.every((key) => has(value, key))) continue;
+    const points = score(shape, value);
+    if (points > bestScore) { best = shape; bestScore = points; }
+  }
+  // Closest: the shapes sharing the most keys with the line, and what each misses.
+  const near = SHAPES.map((shape) => ({ shape, points: score(shape, value) }))
+    .filter((item) => item.points > 0 && item.points > bestScore && !item.shape.keys.every((key) => has(value, key)))
+    .sort((a, b) => b.points - a.points);
+  if (best && !near.length) {
+    if (needMask) requireMask(best, value);
+    return best;
+  }
+  // A line that fits a plain shape but shares more keys with a richer one (`tokens` + `loss_mask` is a
+  // slime Sample without its `response_length`) is that richer shape with a key missing, not the plain one.
+  if (!near.length) {
+    const known = SHAPES.map((shape) => `${shape.name} (${shape.keys.map((key) => `"${key}"`).join(', ')})`).join(', ');
+    const keys = Object.keys(value).slice(0, 8).map((key) => `"${key}"`).join(', ');
+    throw new ShapeError(`fits no rollout shape (keys ${keys || 'none'}); known shapes: ${known} (--format NAME chooses one)`);
+  }
+  const top = near.filter((item) => item.points === near[0].points).slice(0, 3);
+  const missing = top.map(({ shape }) => `${shape.name} (${shape.framework}) is missing ${shape.keys.filter((key) => !has(value, key)).map((key) => `"${key}"`).join(', ')}`);
+  throw new ShapeError(`fits no rollout shape: ${missing.join('; ')}`);
+}
+
+function requireMask(shape: ShapeSpec, value: Json) {
+  const missing = shape.maskKeys.filter((key) => !has(value, key));
+  if (shape.maskKeys.length === 0) throw new ShapeError(`${shape.name} (${shape.framework}) carries no mask to check: check compares the grammar's mask with the one a line brings`);
+  if (missing.length) throw new ShapeError(`${shape.name} (${shape.framework}): no mask to check, missing ${missing.map((key) => `"${key}"`).join(', ')}`);
+}
+
+/** The shape `--format NAME` names, checked against the line: an error names the shape and the missing key. */
+function chosenShape(name: ShapeName, value: Json, needMask: boolean): ShapeSpec {
+  const candidates = shapesNamed(name);
+  if (!candidates.length) throw new ShapeError(`unknown format "${name}"; known: ${SHAPE_NAMES.join(', ')}`);
+  const fitting = candidates.find((shape) => shape.keys.every((key) => has(value, key)));
+  if (!fitting) {
+    const shape = candidates[0];
+    throw new ShapeError(`${name} (${shape.framework}): missing ${shape.keys.filter((key) => !has(value, key)).map((key) => `"${key}"`).join(', ')}`);
+  }
+  if (needMask) requireMask(fitting, value);
+  return fitting;
+}
+
+export function isShapeName(name: string): name is ShapeName {
+  return (SHAPE_NAMES as string[]).includes(name);
+}
+
+/**
+ * Read one parsed line (JSON object or Parquet row) in its shape: detected from its keys, or `format`.
+ * `needMask`: the line must bring a mask (for `check`).
+ */
+export function readShaped(value: unknown, format?: ShapeName, needMask = false): ShapedLine & { spec: ShapeSpec } {
+  if (!isObject(value)) throw new ShapeError('a rollout line must be a JSON object');
+  const spec = format ? chosenShape(format, value, needMask) : detectShape(value, needMask);
+  const options = readOptions(value.options);
+  const rollouts = spec.read(value, value.id, options);
+  return { shape: spec.name, spec, rollouts };
+}
+
+/** The line with its mask written back in its own frame and field names (`--out-format`). */
+export function writeBackShaped(line: ShapedLine & { spec: ShapeSpec }, value: Json, masks: ArrayLike<number>[]): Json {
+  if (!line.spec.writeBack) throw new ShapeError(`${line.shape} has no mask field of its own to write back`);
+  return line.spec.writeBack(value, line.rollouts as TokenRollout[], masks);
+}
+
+/** The given mask laid over the whole stream (0 where the framework's mask does not reach), and its shift. */
+export function givenInStream(rollout: TokenRollout): { mask: number[]; shift: 0 | 1 } | undefined {
+  const given = rollout.given;
+  if (!given) return undefined;
+  const length = rollout.tokens.length - given.shift;
+  const mask = new Array<number>(length).fill(0);
+  for (let i = 0; i < given.values.length; i++) mask[given.start + i] = given.values[i];
+  return { mask, shift: given.shift };
+}
+
+/** Where stream token `token` sits in the framework's own mask field: `response_mask[3]`. */
+export function fieldIndex(given: GivenMask, token: number): string {
+  return `${given.field}[${token - given.shift - given.start}]`;
+}
