@@ -60,6 +60,8 @@ export interface DiagnosticArgs {
   tokenizer?: string;
   counts?: Array<{ tokenizer: string; count: number }>;
   merges?: string[];
+  /** The input fields a rollout was read from (text and message shapes). */
+  fields?: string[];
 }
 
 interface CodeSpec {
@@ -103,6 +105,10 @@ export const CODES = {
   'missing-reply': { family: 'transition', severity: 'warning', message: (a) => `no reply the protocol allows follows the handover ending at token ${a.token}; the text after it is kept as the model's (or, after the model's stop token, as nobody's)` },
   'text-after-end': { family: 'transition', severity: 'warning', message: (a) => `the model kept writing after the episode-ending tag at token ${a.token}; that text is kept as action` },
   'reply-in-reply': { family: 'transition', severity: 'error', message: (a) => `the opening of reply "${a.reply}" appears again at token ${a.token}, inside that reply before it closed: the environment probably cut the earlier reply (its close is missing), so a model turn was read as observation; ${budgetAdvice(a)}` },
+  // Rollouts read from text or chat messages (src/io/text.ts, src/io/chat.ts).
+  'retokenized-text': { family: 'rollout', severity: 'info', message: (a) => `tokens re-encoded from the text of ${(a.fields ?? []).map((field) => `"${field}"`).join(' and ')}: they can differ from the ids the model sampled, and so can the mask` },
+  'special-tokens-stripped': { family: 'rollout', severity: 'warning', message: (a) => `the text holds no special token (decoded with skip_special_tokens=True?): the grammar's ${(a.literals ?? []).slice(0, 4).map(q).join(', ')}${(a.literals ?? []).length > 4 ? ` and ${(a.literals ?? []).length - 4} more` : ''} cannot be found, so the boundaries they mark are missed` },
+  'template-not-prefix': { family: 'rollout', severity: 'warning', message: (a) => `${a.name} (assistant): the chat template renders the conversation up to it differently from the whole conversation (${a.detail}), so its tokens cannot be attributed to it; the message-derived mask leaves it 0` },
   // Grammars.
   'grammar-shape': { family: 'grammar', severity: 'error', message: (a) => a.detail ?? '' },
   'unknown-tag': { family: 'grammar', severity: 'error', message: (a) => `no tag named ${q(a.name)}${a.known ? ` (tags: ${list(a.known)})` : ''}` },

@@ -7,7 +7,8 @@
  * the next line is asked for. Output goes through one buffer to a temporary file that is renamed into place
  * only when complete, so an output file is complete or absent.
  */
-import { closeSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, createReadStream, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { createGunzip, gzipSync } from 'node:zlib';
 
 const READ_CHUNK = 1 << 23;
 
@@ -98,8 +99,11 @@ export class JsonlWriter {
   private readonly fd: number;
   private readonly temporary?: string;
   private closed = false;
+  /** `.gz` output: each flushed buffer becomes one gzip member (a multi-member file gunzip reads whole). */
+  private readonly gzip: boolean;
 
   constructor(private readonly path: string | undefined) {
+    this.gzip = path !== undefined && path.endsWith('.gz');
     if (path === undefined || path === '-') {
       this.fd = 1;
     } else {
@@ -150,10 +154,12 @@ export class JsonlWriter {
   }
 
   private flush(): void {
+    const data = this.gzip && this.used > 0 ? gzipSync(this.buffer.subarray(0, this.used)) : this.buffer;
+    const length = this.gzip ? (this.used > 0 ? data.length : 0) : this.used;
     let at = 0;
-    while (at < this.used) {
+    while (at < length) {
       try {
-        at += writeSync(this.fd, this.buffer, at, this.used - at);
+        at += writeSync(this.fd, data, at, length - at);
       } catch (error) {
         // stdout as a non-blocking pipe: wait for the reader and retry.
         if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
@@ -184,4 +190,32 @@ export class JsonlWriter {
       rmSync(this.temporary, { force: true });
     }
   }
+}
+
+/**
+ * Lines of a gzip-compressed JSONL file (`.jsonl.gz`), streamed through node:zlib: only the current chunk
+ * and the unfinished line are held. Lines are numbered and blank ones skipped as `readJsonl` does.
+ */
+export async function* readJsonlGz(path: string): AsyncGenerator<Line> {
+  const stream = (path === '-' ? process.stdin : createReadStream(path)).pipe(createGunzip());
+  // The unfinished line, in pieces: a line longer than a chunk is joined once, not once per chunk.
+  let pending: Buffer[] = [];
+  let number = 0;
+  const emit = function* (bytes: Buffer): Generator<Line> {
+    number++;
+    let stop = bytes.length;
+    if (stop > 0 && bytes[stop - 1] === 13) stop--;
+    if (!isBlank(bytes, 0, stop)) yield new Line(number, bytes.subarray(0, stop));
+  };
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    let start = 0;
+    for (let newline = chunk.indexOf(10, start); newline >= 0; newline = chunk.indexOf(10, start)) {
+      const piece = chunk.subarray(start, newline);
+      yield* emit(pending.length ? Buffer.concat([...pending, piece]) : piece);
+      pending = [];
+      start = newline + 1;
+    }
+    if (start < chunk.length) pending.push(chunk.subarray(start));
+  }
+  if (pending.length) yield* emit(Buffer.concat(pending));
 }
