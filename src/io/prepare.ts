@@ -6,11 +6,12 @@
 import type { Masker, MaskResult, Span } from '../index.ts';
 import type { Diagnostic } from '../diagnostics.ts';
 import type { Grammar } from '../grammar/schema.ts';
-import type { OptionValues } from '../scan.ts';
+import type { OptionValues } from '../scan/bind.ts';
 import type { LoadedTokenizer } from '../tokenizer/load.ts';
+import { compareMasks, type Disagreement } from '../conformance.ts';
 import { prepareMessages } from './chat.ts';
 import { prepareText, tokenCharOffsets } from './text.ts';
-import type { ShapedRollout, TokenRollout } from './shapes.ts';
+import { fieldIndex, givenInStream, type ShapedRollout, type TokenRollout } from './shapes.ts';
 
 /** What masking a shaped rollout needs: MaskerPool has this shape. */
 export interface MaskContext {
@@ -39,6 +40,27 @@ export function maskPrepared(context: MaskContext, prepared: Prepared): MaskResu
   const result = context.get(rollout.options).mask(rollout.tokens, { promptLength: rollout.promptLength });
   if (prepared.diagnostics.length) result.diagnostics = [...prepared.diagnostics, ...result.diagnostics].sort((a, b) => a.token - b.token);
   return result;
+}
+
+/**
+ * `check` in the framework's own frame: the mask the rollout brings against the grammar's, over the positions
+ * the framework's mask covers (a response-only mask is compared on the response; OpenRLHF's shifted
+ * action_mask in target space). Each run also names where it sits in the framework's field
+ * (`response_mask[12]`). Undefined when the rollout brings no mask.
+ */
+export function auditPrepared(context: MaskContext, prepared: Prepared, result: MaskResult): Array<Disagreement & { field: string }> | undefined {
+  const given = prepared.rollout.given;
+  const stream = givenInStream(prepared.rollout);
+  if (!given || !stream) return undefined;
+  const from = given.start + given.shift;
+  const to = from + given.values.length;
+  return compareMasks(context.tokenizer.table, prepared.rollout.tokens, stream.mask, result, stream.shift)
+    .flatMap((run) => {
+      // Outside what the framework's mask covers there is nothing to compare (its prompt, in most frames).
+      const start = Math.max(run.start, from);
+      const end = Math.min(run.end, to);
+      return start < end ? [{ ...run, start, end, field: fieldIndex(given, start) }] : [];
+    });
 }
 
 export type MaskFormat = 'list' | 'runs';

@@ -31,7 +31,7 @@
  *   `loss_fn_inputs{target_tokens, mask, …}`, all in target space; `tagmask merge` writes the flat form
  *   `{tokens, target_tokens, mask}`.
  */
-import type { OptionValues } from '../scan.ts';
+import type { OptionValues } from '../scan/bind.ts';
 
 export type ShapeName =
   | 'flat' | 'tinker' | 'verl' | 'verl-padded' | 'trl' | 'verifiers' | 'skyrl' | 'slime' | 'openrlhf' | 'areal'
