@@ -113,7 +113,10 @@ function readTagAttributes(bound: Bound, ids: ArrayLike<number>, segments: Segme
     const bytes: number[] = [];
     for (let t = fromToken; t <= toToken; t++) {
       const piece = pieceOf(bound.table, ids[t]);
-      bytes.push(...piece.subarray(t === fromToken ? fromOffset : 0, t === toToken ? toOffset : piece.length));
+      // Offsets are the scanner's: a special token is one byte there, so its edge (0 or 1) is its start or end.
+      const scanLength = pieceOf(bound.scan, ids[t]).length;
+      const at = (offset: number) => (scanLength === piece.length || offset === 0 ? offset : piece.length);
+      bytes.push(...piece.subarray(t === fromToken ? at(fromOffset) : 0, t === toToken ? at(toOffset) : piece.length));
     }
     // Read under a neutral name: HTML parsing rules for names like <tr> or <title> would drop the element.
     attributes.set(segment, readAttributes(`<span${decoder.decode(Uint8Array.from(bytes))}`));

@@ -3,8 +3,6 @@
  * full table, one load per byte), and the choice of what to look for to find an interrupting text.
  */
 
-const utf8 = new TextEncoder();
-
 export interface Dfa {
   /**
    * `step[state * 256 + byte]`: the next state, or `~literal` when that byte completes a literal (the
@@ -17,6 +15,9 @@ export interface Dfa {
 }
 
 export interface DfaLiteral {
+  /** The literal as the grammar writes it (an interrupting reply: its whole text). */
+  source: string;
+  /** What the automaton looks for: the literal's bytes (the scanner's bytes, once bound to a tokenizer), or a trigger. */
   bytes: Uint8Array;
   /** Bytes from where the literal's meaning starts to the end of the match (its length, or more for a trigger). */
   back: number;
@@ -25,6 +26,8 @@ export interface DfaLiteral {
   endsBefore: boolean;
   /** A trigger for this interrupting reply: verify its whole text from the trigger's start. */
   interrupt: number;
+  /** A template header (index into the grammar's `headers`): observation, then the model's turn again. */
+  header: number;
   /** Counts only at the start of a line or of the model's turn. */
   lineStart: boolean;
   /** Opens a tag: the tag's kind begins at the literal's first byte. */
@@ -33,19 +36,23 @@ export interface DfaLiteral {
   attributes: boolean;
 }
 
+const isSpace = (byte: number) => byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
+const startsWith = (a: Uint8Array, b: Uint8Array) => b.length <= a.length && b.every((byte, i) => a[i] === byte);
+
 /**
- * What the scanner looks for to find an interrupting text: a piece of it that no other model literal
- * overlaps, starting at its first non-space character (a leading newline would send every token holding
+ * What the scanner looks for to find an interrupting text (in bytes): a piece of it that no other model
+ * literal overlaps, starting at its first non-space byte (a leading newline would send every token holding
  * one through the byte automaton). Returns the piece and how many bytes of the text precede its end.
  */
-export function interruptTrigger(text: string, others: string[]): { trigger: string; bytesToEnd: number } {
-  const start = Math.max(0, text.search(/\S/));
+export function interruptTrigger(text: Uint8Array, others: Uint8Array[]): { trigger: Uint8Array; bytesToEnd: number } {
+  let start = 0;
+  while (start < text.length - 1 && isSpace(text[start])) start++;
   let end = text.length;
   for (let at = start + 1; at < text.length; at++) {
-    const rest = text.slice(at);
-    if (others.some((literal) => rest.startsWith(literal) || literal.startsWith(rest))) { end = at; break; }
+    const rest = text.subarray(at);
+    if (others.some((literal) => startsWith(rest, literal) || startsWith(literal, rest))) { end = at; break; }
   }
-  return { trigger: text.slice(start, end), bytesToEnd: utf8.encode(text.slice(0, end)).length };
+  return { trigger: text.slice(start, end), bytesToEnd: end };
 }
 
 export function buildDfa(literals: DfaLiteral[]): Dfa {

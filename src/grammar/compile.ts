@@ -27,24 +27,30 @@ export interface StateInfo {
   dfa: number;
   handover: number;
   reply: number;
+  /** Index into the grammar's `headers` for a template header's state, else -1. */
+  header: number;
 }
 
 export interface EventInfo { type: string }
 
 export interface ReplyInfo {
   name: string;
-  open?: Uint8Array;
-  text?: Uint8Array;
-  closeOptional: Uint8Array[];
-  /** The option that switches `closeOptional` on, if any. */
-  optionalWhen?: string;
+  /** The literals as text; the scanner reads them in its own bytes (scan/bind.ts: special tokens by id). */
+  openText?: string;
+  textText?: string;
+  closeOptionalText: string[];
+  /** The option that switches each `closeOptional` literal on, if any. */
+  closeOptionalWhen: Array<string | undefined>;
+  /** After the close the reply's own open may follow, and the reply goes on. */
+  repeats: boolean;
   /** A fixed budget, the name of the option that holds it, or none. */
   budget: number | string | undefined;
   event: number;
 }
 
-/** The replies a handover allows, tried in order (whether the episode may end there is the machine's). */
-export interface HandoverInfo { replies: number[] }
+/** The replies a handover allows, tried in order (whether the episode may end there is the machine's), and
+ * the headers the model may sample right after it to go on (`model_continues`). */
+export interface HandoverInfo { replies: number[]; modelContinues: string[] }
 
 export interface CompiledGrammar {
   grammar: Grammar;
@@ -59,15 +65,19 @@ export interface CompiledGrammar {
   replies: ReplyInfo[];
   handovers: HandoverInfo[];
   initial: number;
-  event: { promptEnd: number; replyEnd: number; end: number; continue: number };
-  promptOptional: Uint8Array[];
+  event: { promptEnd: number; replyEnd: number; end: number; continue: number; modelContinues: number; headers: number[] };
+  /** Texts the template may add after the prompt's end or a header, with the option that switches each. */
+  promptOptionalText: string[];
+  promptOptionalWhen: Array<string | undefined>;
+  /** The template's role headers (grammar `headers`). */
+  headers: string[];
   /** Problems only compilation can see (unreachable states). */
   issues: GrammarIssue[];
 }
 
 const utf8 = new TextEncoder();
 
-interface StateMeta { kind?: string; handover?: number; reply?: string }
+interface StateMeta { kind?: string; handover?: number; reply?: string; header?: number }
 
 /** The meta of a snapshot's active state nodes, merged (the leaf's kind wins over its parent's). */
 function metaOf(snapshot: AnyMachineSnapshot): StateMeta {
@@ -79,7 +89,8 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
   const machine = createMachine(config as never) as AnyStateMachine;
 
   const replyNames = Object.keys(grammar.replies);
-  const eventTypes = ['PROMPT_END', 'REPLY_END', 'END', 'CONTINUE', 'REOPEN'];
+  const eventTypes = ['PROMPT_END', 'REPLY_END', 'END', 'CONTINUE', 'REOPEN', 'MODEL_CONTINUES'];
+  grammar.headers.forEach((_, index) => eventTypes.push(`HEADER:${index}`));
   for (const tag of Object.keys(grammar.tags)) eventTypes.push(`OPEN:${tag}`, `CLOSE:${tag}`);
   grammar.handovers.forEach((handover, index) => { if (handover.after !== undefined) eventTypes.push(`HANDOVER:${index}`); });
   for (const reply of replyNames) eventTypes.push(`INTERRUPT:${reply}`, `REPLY:${reply}`);
@@ -127,10 +138,11 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
     const reply = grammar.replies[name];
     return {
       name,
-      open: reply.open === undefined ? undefined : utf8.encode(reply.open),
-      text: reply.text === undefined ? undefined : utf8.encode(reply.text),
-      closeOptional: reply.close_then_optional.map((literal) => utf8.encode(literal)),
-      optionalWhen: reply.optional_when,
+      openText: reply.open,
+      textText: reply.text,
+      closeOptionalText: reply.close_then_optional,
+      closeOptionalWhen: reply.close_then_optional_when,
+      repeats: reply.repeats,
       budget: typeof reply.max_tokens === 'string' ? reply.max_tokens.slice(1) : reply.max_tokens,
       event: eventIndex.get(`REPLY:${name}`)!,
     };
@@ -138,6 +150,7 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
   const replyIndex = new Map(replyNames.map((name, at) => [name, at]));
   const handovers: HandoverInfo[] = grammar.handovers.map((handover) => ({
     replies: handover.replies.map((name) => replyIndex.get(name)!),
+    modelContinues: handover.model_continues,
   }));
 
   const others = modelLiterals(grammar).map((item) => item.literal);
@@ -147,7 +160,7 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
     const plain = (literal: string | undefined) => {
       if (literal === undefined) return [];
       const bytes = utf8.encode(literal);
-      return [{ bytes, back: bytes.length, endsBefore: false, interrupt: -1, lineStart: false, attributes: false, opens: false }];
+      return [{ source: literal, bytes, back: bytes.length, endsBefore: false, interrupt: -1, header: -1, lineStart: false, attributes: false, opens: false }];
     };
     switch (family) {
       case 'PROMPT_END': return grammar.prompt.ends_after.flatMap((literal) => plain(literal));
@@ -159,9 +172,11 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
       case 'HANDOVER': return plain(grammar.handovers[Number(name)].after);
       case 'INTERRUPT': {
         const text = grammar.replies[name].text!;
-        const { trigger, bytesToEnd } = interruptTrigger(text, others);
-        return [{ ...plain(trigger)[0], interrupt: replyIndex.get(name)!, back: bytesToEnd }];
+        const { trigger, bytesToEnd } = interruptTrigger(utf8.encode(text), others.map((literal) => utf8.encode(literal)));
+        return [{ ...plain(text)[0], bytes: trigger, interrupt: replyIndex.get(name)!, back: bytesToEnd }];
       }
+      // A header starts its own (observation) state at its first byte, as a tag opening does.
+      case 'HEADER': return [{ ...plain(grammar.headers[Number(name)])[0], header: Number(name), opens: true }];
       case 'REOPEN': return plain(grammar.replies[metaOf(snapshot).reply ?? '']?.open);
       case 'REPLY_END': {
         const reply = grammar.replies[metaOf(snapshot).reply ?? ''];
@@ -189,7 +204,7 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
     }
     let dfa = -1;
     if (literals.length && role !== undefined) {
-      const key = literals.map((literal) => `${literal.event}/${literal.endsBefore}/${literal.interrupt}/${literal.lineStart}/${literal.attributes}/${Buffer.from(literal.bytes).toString('hex')}`).sort().join(',');
+      const key = literals.map((literal) => `${literal.event}/${literal.endsBefore}/${literal.interrupt}/${literal.header}/${literal.lineStart}/${literal.attributes}/${JSON.stringify(literal.source)}/${Buffer.from(literal.bytes).toString('hex')}`).sort().join(',');
       let at = dfaByKey.get(key);
       if (at === undefined) { at = dfas.length; dfaByKey.set(key, at); dfas.push(buildDfa(literals)); }
       dfa = at;
@@ -201,6 +216,7 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
       dfa,
       handover: meta.handover ?? -1,
       reply: meta.reply === undefined ? -1 : replyIndex.get(meta.reply)!,
+      header: meta.header ?? -1,
     };
   });
 
@@ -211,6 +227,7 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
     ...['text', ...Object.keys(grammar.tags)].map((kind) => JSON.stringify({ model: kind })),
     ...grammar.handovers.map((_, at) => JSON.stringify(`handover-${at}`)),
     ...replyNames.map((name) => JSON.stringify(`reply-${name}`)),
+    ...grammar.headers.map((_, at) => JSON.stringify(`header-${at}`)),
   ];
   for (const key of declared) {
     if (!reached.has(key)) issues.push(grammarIssue('unreachable-state', '', { name: key }));
@@ -219,8 +236,13 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
   return {
     grammar, machine, states, events: eventTypes.map((type) => ({ type })), next, codes, dfas, replies, handovers,
     initial: 0,
-    event: { promptEnd: eventIndex.get('PROMPT_END')!, replyEnd: eventIndex.get('REPLY_END')!, end: eventIndex.get('END')!, continue: eventIndex.get('CONTINUE')! },
-    promptOptional: grammar.prompt.then_optional.map((literal) => utf8.encode(literal)),
+    event: {
+      promptEnd: eventIndex.get('PROMPT_END')!, replyEnd: eventIndex.get('REPLY_END')!, end: eventIndex.get('END')!, continue: eventIndex.get('CONTINUE')!,
+      modelContinues: eventIndex.get('MODEL_CONTINUES')!, headers: grammar.headers.map((_, at) => eventIndex.get(`HEADER:${at}`)!),
+    },
+    promptOptionalText: grammar.prompt.then_optional,
+    promptOptionalWhen: grammar.prompt.then_optional_when,
+    headers: grammar.headers,
     issues,
   };
 }

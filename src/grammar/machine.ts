@@ -26,6 +26,9 @@ export function machineConfig(grammar: Grammar) {
   for (const [name, reply] of Object.entries(grammar.replies)) {
     if (reply.interrupts) modelOn[`INTERRUPT:${name}`] = `#grammar.reply-${name}`;
   }
+  // A template header is never the model's: heard anywhere in a model turn, it is observation, and the
+  // model's turn begins again after it (a verl/SkyRL prompt that ends before the generation prompt).
+  grammar.headers.forEach((_, index) => { modelOn[`HEADER:${index}`] = `#grammar.header-${index}`; });
 
   // Kinds nest where a tag `contains` another: `function_calls>invoke>parameter` is a state of its own, so
   // closing the inner tag returns to the outer kind. Any other tag opened inside a closable one replaces it
@@ -71,6 +74,10 @@ export function machineConfig(grammar: Grammar) {
     const on: Record<string, unknown> = {};
     for (const reply of handover.replies) on[`REPLY:${reply}`] = `reply-${reply}`;
     on.END = 'done';
+    // The template's header after the handover (two assistant messages in a row, an SFT conversation).
+    grammar.headers.forEach((_, at) => { on[`HEADER:${at}`] = `header-${at}`; });
+    // The model samples the next header itself and goes on (gpt-oss: <|end|><|start|>assistant…).
+    if (handover.model_continues.length) on.MODEL_CONTINUES = 'model';
     // Text after a handover that no allowed reply explains: the model's own, unless the handover was the
     // model's stop token, after which it never writes.
     on.CONTINUE = { target: handover.model_stops ? 'done' : 'model', actions: [report(handover.ends_episode && !handover.model_stops ? 'text-after-end' : 'missing-reply')] };
@@ -82,5 +89,8 @@ export function machineConfig(grammar: Grammar) {
     if (reply.open !== undefined && reply.close !== undefined) on.REOPEN = { actions: [report('reply-in-reply')] };
     states[`reply-${name}`] = { tags: ['observation'], meta: { kind: name, reply: name }, on };
   }
+  grammar.headers.forEach((_, index) => {
+    states[`header-${index}`] = { tags: ['observation'], meta: { kind: 'header', header: index }, on: { REPLY_END: 'model', END: 'done' } };
+  });
   return { id: 'grammar', initial: 'prompt', states };
 }

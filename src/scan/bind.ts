@@ -7,7 +7,11 @@
  * few small arrays, so a rollout with its own `options` costs microseconds, not a vocabulary pass.
  */
 import type { CompiledGrammar, Role } from '../grammar/compile.ts';
+import { buildDfa, interruptTrigger, type Dfa } from '../grammar/automata.ts';
+import { modelLiterals } from '../grammar/check.ts';
+import type { Grammar } from '../grammar/schema.ts';
 import { KNOWN, type ByteTable } from '../tokenizer/table.ts';
+import { buildScanView } from '../tokenizer/special.ts';
 
 export type OptionValues = Record<string, number | null>;
 
@@ -19,7 +23,23 @@ export interface Memo { memoState: Int32Array; memoId: Int32Array; memoResult: I
 /** The grammar × tokenizer part: vocabulary-sized, built once per pair. */
 export interface GrammarTables {
   grammar: CompiledGrammar;
+  /** The tokenizer's byte table: the text of each id (for messages and attributes). */
   table: ByteTable;
+  /**
+   * What the scanner walks: the same ids and piece lengths, except that each special token is one byte that
+   * no ordinary token can produce (tokenizer/special.ts). Every literal below is in these bytes, so a
+   * literal's special tokens match only their ids.
+   */
+  scan: ByteTable;
+  /** The grammar's automata, in the scanner's bytes. */
+  dfas: Dfa[];
+  replyOpen: Array<Uint8Array | undefined>;
+  replyText: Array<Uint8Array | undefined>;
+  closeOptional: Uint8Array[][];
+  promptOptional: Uint8Array[];
+  headers: Uint8Array[];
+  /** Per handover, the headers the model may sample right after it. */
+  modelContinues: Uint8Array[][];
   /**
    * Per automaton, per id: 1 when the token is known and none of its bytes can start a literal, so the
    * scanner may pass it with one lookup. Unknown ids read 0 (or undefined past the end): the scanner
@@ -37,9 +57,9 @@ export interface Bound extends GrammarTables {
   options: OptionValues;
   /** Per reply: its token budget, 0 for none. */
   budgets: Int32Array;
-  /** Are the optional texts after the prompt's end / after each reply's close switched on? */
-  promptOptionalOn: boolean;
-  replyOptionalOn: boolean[];
+  /** Is each optional text after the prompt's end (or a header) / after each reply's close switched on? */
+  promptOptionalOn: boolean[];
+  replyOptionalOn: boolean[][];
   /** Per state: mask value of its bytes (action 1, prompt/observation 0, trailing `after_end`); -1 for handovers. */
   stateMask: Int8Array;
   straddleMask: number;
@@ -56,13 +76,50 @@ export function grammarTables(grammar: CompiledGrammar, table: ByteTable): Gramm
   return tables;
 }
 
+/** Every literal a grammar declares: the scan view must know them all to give their special tokens a byte. */
+function allLiterals(grammar: Grammar): string[] {
+  const out = [...grammar.prompt.ends_after, ...grammar.prompt.then_optional, ...grammar.headers];
+  for (const tag of Object.values(grammar.tags)) out.push(...tag.open, ...tag.close);
+  for (const handover of grammar.handovers) {
+    if (handover.after !== undefined) out.push(handover.after);
+    out.push(...handover.model_continues);
+  }
+  for (const reply of Object.values(grammar.replies)) {
+    for (const literal of [reply.open, reply.close, reply.ends_before, reply.text]) if (literal !== undefined) out.push(literal);
+    out.push(...reply.close_then_optional);
+  }
+  return out;
+}
+
 function buildTables(grammar: CompiledGrammar, table: ByteTable): GrammarTables {
   if (grammar.dfas.length > 32) throw new Error(`grammar ${grammar.grammar.name} needs ${grammar.dfas.length} automata; at most 32 are supported`);
-  const { size, pieces, offsets, flags } = table;
+  const view = buildScanView(table, allLiterals(grammar.grammar));
+  const { encode } = view;
+  const others = modelLiterals(grammar.grammar).map((item) => encode(item.literal));
+  // The same automata, over the scanner's bytes: a literal's special tokens become their sentinel bytes.
+  const dfas = grammar.dfas.map((dfa) => buildDfa(dfa.literals.map((literal) => {
+    if (literal.interrupt < 0) {
+      const bytes = encode(literal.source);
+      return { ...literal, bytes, back: bytes.length };
+    }
+    const { trigger, bytesToEnd } = interruptTrigger(encode(literal.source), others);
+    return { ...literal, bytes: trigger, back: bytesToEnd };
+  })));
+  const maybe = (literal: string | undefined) => (literal === undefined ? undefined : encode(literal));
+  const literals = {
+    dfas,
+    replyOpen: grammar.replies.map((reply) => maybe(reply.openText)),
+    replyText: grammar.replies.map((reply) => maybe(reply.textText)),
+    closeOptional: grammar.replies.map((reply) => reply.closeOptionalText.map(encode)),
+    promptOptional: grammar.promptOptionalText.map(encode),
+    headers: grammar.headers.map(encode),
+    modelContinues: grammar.handovers.map((handover) => handover.modelContinues.map(encode)),
+  };
+  const { size, pieces, offsets, flags } = view.table;
   // One pass over all pieces: which automata can each token's bytes start?
   const startsOf = new Uint32Array(256);
-  grammar.dfas.forEach((dfa, d) => { for (let byte = 0; byte < 256; byte++) if (dfa.firstBytes[byte]) startsOf[byte] |= 1 << d; });
-  const skip = grammar.dfas.map(() => new Uint8Array(size));
+  dfas.forEach((dfa, d) => { for (let byte = 0; byte < 256; byte++) if (dfa.firstBytes[byte]) startsOf[byte] |= 1 << d; });
+  const skip = dfas.map(() => new Uint8Array(size));
   for (let id = 0; id < size; id++) {
     if ((flags[id] & KNOWN) === 0) continue;
     let starts = 0;
@@ -71,18 +128,19 @@ function buildTables(grammar: CompiledGrammar, table: ByteTable): GrammarTables 
   }
 
   const isPadding = new Uint8Array(size);
+  // Padding is found by each id's own text (the real table): a padding token is one whole token.
   const padTexts = new Set(grammar.grammar.padding);
   const stopTexts = new Set(grammar.grammar.stop);
   const decoder = new TextDecoder();
   // Decode only the ids that could be a padding text (same first byte): a per-id decode costs ~40 ms.
   const firstBytes = new Set(grammar.grammar.padding.map((text) => new TextEncoder().encode(text)[0]));
   for (let id = 0; id < size; id++) {
-    const length = offsets[id + 1] - offsets[id];
-    if (!(length > 0 && length < 64 && (flags[id] & KNOWN) && firstBytes.has(pieces[offsets[id]]))) continue;
-    const text = decoder.decode(pieces.subarray(offsets[id], offsets[id + 1]));
+    const length = table.offsets[id + 1] - table.offsets[id];
+    if (!(length > 0 && length < 64 && (flags[id] & KNOWN) && firstBytes.has(table.pieces[table.offsets[id]]))) continue;
+    const text = decoder.decode(table.pieces.subarray(table.offsets[id], table.offsets[id + 1]));
     if (padTexts.has(text)) isPadding[id] = stopTexts.has(text) ? 3 : 1;
   }
-  return { grammar, table, skip, memo: grammar.dfas.map(newMemo), isPadding };
+  return { grammar, table, scan: view.table, ...literals, skip, memo: dfas.map(newMemo), isPadding };
 }
 
 function newMemo(): Memo {
@@ -118,9 +176,9 @@ export function bind(grammar: CompiledGrammar, table: ByteTable, overrides: Opti
   const stateMask = Int8Array.from(grammar.states, (state) => (state.role === undefined ? -1 : maskOf[state.role]));
   const on = (option: string | undefined) => option === undefined || options[option] === 1;
   return {
-    grammar, table, skip: tables.skip, memo: tables.memo, isPadding: tables.isPadding,
+    ...tables,
     options, budgets, stateMask, straddleMask: options.straddle ?? 0,
-    promptOptionalOn: on(grammar.grammar.prompt.optional_when),
-    replyOptionalOn: grammar.replies.map((reply) => on(reply.optionalWhen)),
+    promptOptionalOn: grammar.promptOptionalWhen.map(on),
+    replyOptionalOn: grammar.replies.map((reply) => reply.closeOptionalWhen.map(on)),
   };
 }

@@ -66,7 +66,7 @@ export class Cursor {
  */
 export function matchForward(c: Cursor, limit: number, token: number, offset: number, literal: Uint8Array): boolean {
   if (token >= limit) return false;
-  const { pieces, offsets } = c.bound.table;
+  const { pieces, offsets } = c.bound.scan;
   const ids = c.ids;
   let t = token;
   let p = offsets[ids[t]] + offset;
@@ -88,7 +88,7 @@ export function matchForward(c: Cursor, limit: number, token: number, offset: nu
 
 /** The position `length` bytes before (token, offset), into atToken/atOffset; false before the stream. */
 export function retreat(c: Cursor, token: number, offset: number, length: number): boolean {
-  const { offsets } = c.bound.table;
+  const { offsets } = c.bound.scan;
   const ids = c.ids;
   let t = token;
   let o = offset;
@@ -102,9 +102,25 @@ export function retreat(c: Cursor, token: number, offset: number, length: number
   return true;
 }
 
+/** The first position from (token, offset) that is not whitespace, before token `limit`, into atToken/atOffset. */
+export function skipWhitespace(c: Cursor, token: number, offset: number, limit: number): void {
+  const { pieces, offsets } = c.bound.scan;
+  const ids = c.ids;
+  let t = token;
+  let o = offset;
+  for (; t < limit; t++, o = 0) {
+    for (let p = offsets[ids[t]] + o, end = offsets[ids[t] + 1]; p < end; p++, o++) {
+      const byte = pieces[p];
+      if (!(byte === 0x0a || byte === 0x20 || byte === 0x0d || byte === 0x09)) { c.atToken = t; c.atOffset = o; return; }
+    }
+  }
+  c.atToken = t;
+  c.atOffset = 0;
+}
+
 /** Are the bytes from (token, offset) up to token `limit` all whitespace (or none)? */
 export function onlyWhitespaceBefore(c: Cursor, token: number, offset: number, limit: number): boolean {
-  const { pieces, offsets } = c.bound.table;
+  const { pieces, offsets } = c.bound.scan;
   const ids = c.ids;
   for (let t = token, o = offset; t < limit; t++, o = 0) {
     for (let p = offsets[ids[t]] + o, end = offsets[ids[t] + 1]; p < end; p++) {
@@ -119,9 +135,9 @@ export function onlyWhitespaceBefore(c: Cursor, token: number, offset: number, l
 export function atLineStart(c: Cursor, t: number, o: number): boolean {
   if (t === c.turnToken && o === c.turnOffset) return true;
   if (t === 0 && o === 0) return true;
-  const { table } = c.bound;
+  const { scan } = c.bound;
   retreat(c, t, o, 1);
-  return table.pieces[table.offsets[c.ids[c.atToken]] + c.atOffset] === 0x0a;
+  return scan.pieces[scan.offsets[c.ids[c.atToken]] + c.atOffset] === 0x0a;
 }
 
 const MAX_TAG_BYTES = 4096;
@@ -132,7 +148,7 @@ const MAX_TAG_BYTES = 4096;
  * Only bytes are looked at; the attributes between are decoded later, by whoever wants them.
  */
 export function findTagEnd(c: Cursor, limit: number, token: number, offset: number): boolean {
-  const { pieces, offsets } = c.bound.table;
+  const { pieces, offsets } = c.bound.scan;
   const ids = c.ids;
   let t = token;
   let p = offsets[ids[t]] + offset;

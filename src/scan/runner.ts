@@ -11,7 +11,7 @@ import type { DfaLiteral, StateInfo } from '../grammar/compile.ts';
 import { KNOWN } from '../tokenizer/table.ts';
 import { RolloutError } from '../diagnostics.ts';
 import type { Bound } from './bind.ts';
-import { atLineStart, checkIds, Cursor, findTagEnd, matchForward, onlyWhitespaceBefore, retreat, unknownToken } from './cursor.ts';
+import { atLineStart, checkIds, Cursor, findTagEnd, matchForward, onlyWhitespaceBefore, retreat, skipWhitespace, unknownToken } from './cursor.ts';
 
 const MEMO_BITS = 12;
 /** A memoised end offset takes 12 bits; longer pieces are stepped byte by byte. */
@@ -27,7 +27,8 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
   if (promptLength > n) throw new RolloutError(`prompt_length ${promptLength} is longer than the rollout (${n} tokens)`);
   const c = cursor;
   c.begin(bound, ids);
-  const { states, dfas } = bound.grammar;
+  const { states } = bound.grammar;
+  const { dfas } = bound;
   findPadding(c);
   c.out.push(0, 0, c.state);
   if (promptLength >= 0) atGivenPromptEnd(c, promptLength);
@@ -47,6 +48,7 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
     }
     const literal = dfas[info.dfa].literals[literalIndex];
     if (literal.interrupt >= 0) atInterruptTrigger(c, literal);
+    else if (literal.header >= 0) atHeader(c, literal);
     else if (literal.endsBefore || literal.opens) atTagOpening(c, literal);
     else atPlainLiteral(c, literal, info);
   }
@@ -89,16 +91,26 @@ function atGivenPromptEnd(c: Cursor, promptLength: number): void {
  * Returns false when the walk ends here.
  */
 function atHandover(c: Cursor, info: StateInfo): boolean {
-  const { table, grammar } = c.bound;
+  const { scan, grammar, replyOpen, replyText } = c.bound;
   const { replies, handovers, event } = grammar;
   const ids = c.ids;
   // A handover right after a token's last byte stands at the next token.
-  if (c.token < ids.length && c.offset > 0 && c.offset === table.offsets[ids[c.token] + 1] - table.offsets[ids[c.token]]) c.moveTo(c.token + 1, 0);
+  if (c.token < ids.length && c.offset > 0 && c.offset === scan.offsets[ids[c.token] + 1] - scan.offsets[ids[c.token]]) c.moveTo(c.token + 1, 0);
   const token = c.token;
   const offset = c.offset;
+  // The model samples the next header itself (gpt-oss `<|end|><|start|>assistant`): its turn goes on.
+  for (const literal of c.bound.modelContinues[info.handover]) {
+    if (matchForward(c, c.padStart, token, offset, literal)) {
+      const endToken = c.atToken;
+      const endOffset = c.atOffset;
+      enter(c, fire(c, event.modelContinues, token), token, offset);
+      c.moveTo(endToken, endOffset);
+      return true;
+    }
+  }
   let reply = -1;
   for (const r of handovers[info.handover].replies) {
-    if (matchForward(c, c.padStart, token, offset, replies[r].open ?? replies[r].text!)) { reply = r; break; }
+    if (matchForward(c, c.padStart, token, offset, replyOpen[r] ?? replyText[r]!)) { reply = r; break; }
   }
   if (reply >= 0) {
     const endToken = c.atToken;
@@ -107,8 +119,24 @@ function atHandover(c: Cursor, info: StateInfo): boolean {
     c.replyStart = token;
     c.moveTo(endToken, endOffset);
     // A fixed text is the whole reply; an envelope goes on until its close.
-    if (replies[reply].text) enter(c, fire(c, event.replyEnd, endToken), endToken, endOffset);
+    if (replyText[reply]) enter(c, fire(c, event.replyEnd, endToken), endToken, endOffset);
     return true;
+  }
+  // The template's header for a further model turn (two assistant messages in a row), after its whitespace.
+  if (c.bound.headers.length) {
+    skipWhitespace(c, token, offset, c.padStart);
+    const headerToken = c.atToken;
+    const headerOffset = c.atOffset;
+    for (let h = 0; h < c.bound.headers.length; h++) {
+      if (!matchForward(c, c.padStart, headerToken, headerOffset, c.bound.headers[h])) continue;
+      const endToken = c.atToken;
+      const endOffset = c.atOffset;
+      enter(c, fire(c, event.headers[h], token), token, offset);
+      c.replyStart = token;
+      c.moveTo(endToken, endOffset);
+      afterHeader(c);
+      return true;
+    }
   }
   if (onlyWhitespaceBefore(c, token, offset, c.padStart)) {
     // A chat template's newline after the last turn, then padding: the end.
@@ -150,13 +178,13 @@ function atBudget(c: Cursor, info: StateInfo, limit: number): boolean {
  */
 function atInterruptTrigger(c: Cursor, literal: DfaLiteral): void {
   const { grammar } = c.bound;
-  const reply = grammar.replies[literal.interrupt];
+  const text = c.bound.replyText[literal.interrupt]!;
   const endToken = c.atToken;
   const endOffset = c.atOffset;
   if (retreat(c, endToken, endOffset, literal.back)) {
     const startToken = c.atToken;
     const startOffset = c.atOffset;
-    if (matchForward(c, c.padStart, startToken, startOffset, reply.text!)) {
+    if (matchForward(c, c.padStart, startToken, startOffset, text)) {
       c.moveToEnd();
       enter(c, fire(c, literal.event, startToken), startToken, startOffset);
       c.replyStart = startToken;
@@ -165,6 +193,38 @@ function atInterruptTrigger(c: Cursor, literal: DfaLiteral): void {
     }
   }
   c.moveTo(endToken, endOffset);
+}
+
+/**
+ * A template header inside a model turn: never the model's. It is observation from its first byte, then
+ * what the template may add after it (an empty think block), then the model's turn begins again.
+ *
+ *   <|start_header_id|>assistant<|end_header_id|>␊␊I will …   (verl prompt_ids ending before the header)
+ *   ^ header (observation)                          ^ the model's
+ */
+function atHeader(c: Cursor, literal: DfaLiteral): void {
+  const endToken = c.atToken;
+  const endOffset = c.atOffset;
+  retreat(c, endToken, endOffset, literal.bytes.length);
+  const startToken = c.atToken;
+  const startOffset = c.atOffset;
+  enter(c, fire(c, literal.event, startToken), startToken, startOffset);
+  c.replyStart = startToken;
+  c.moveTo(endToken, endOffset);
+  afterHeader(c);
+}
+
+/** After a header's last byte: the template's optional text, then the model's turn. */
+function afterHeader(c: Cursor): void {
+  skipOptional(c, c.bound.promptOptional, c.bound.promptOptionalOn);
+  enter(c, fire(c, c.bound.grammar.event.replyEnd, c.token), c.token, c.offset);
+}
+
+/** Past the first switched-on optional literal that stands at the cursor, if any. */
+function skipOptional(c: Cursor, optional: Uint8Array[], on: boolean[]): void {
+  for (let i = 0; i < optional.length; i++) {
+    if (on[i] && matchForward(c, c.padStart, c.token, c.offset, optional[i])) { c.moveToEnd(); return; }
+  }
 }
 
 /**
@@ -207,17 +267,14 @@ function atPlainLiteral(c: Cursor, literal: DfaLiteral, info: StateInfo): void {
   const { grammar } = c.bound;
   const { event } = grammar;
   c.moveToEnd();
-  const target = fire(c, literal.event, c.token);
-  if (literal.event === event.promptEnd || literal.event === event.replyEnd) {
-    const isPrompt = literal.event === event.promptEnd;
-    const optional = isPrompt ? grammar.promptOptional : grammar.replies[info.reply].closeOptional;
-    if (isPrompt ? c.bound.promptOptionalOn : c.bound.replyOptionalOn[info.reply]) {
-      for (const extra of optional) {
-        if (matchForward(c, c.padStart, c.token, c.offset, extra)) { c.moveToEnd(); break; }
-      }
-    }
+  if (literal.event === event.promptEnd) skipOptional(c, c.bound.promptOptional, c.bound.promptOptionalOn);
+  else if (literal.event === event.replyEnd) {
+    skipOptional(c, c.bound.closeOptional[info.reply], c.bound.replyOptionalOn[info.reply]);
+    // A repeating reply (tool outputs back to back): its own open right after the close continues it.
+    const open = c.bound.replyOpen[info.reply];
+    if (grammar.replies[info.reply].repeats && matchForward(c, c.padStart, c.token, c.offset, open!)) { c.moveToEnd(); return; }
   }
-  enter(c, target, c.token, c.offset);
+  enter(c, fire(c, literal.event, c.token), c.token, c.offset);
 }
 
 /**
@@ -236,7 +293,7 @@ function finish(c: Cursor, promptLength: number): void {
   const last = states[c.state];
   if (last.role === 'prompt' && promptLength < 0 && n > 0) {
     c.out.note('no-prompt-end', 0);
-  } else if (last.reply >= 0 && budgets[last.reply] === 0 && replies[last.reply].text === undefined) {
+  } else if (last.reply >= 0 && budgets[last.reply] === 0 && c.bound.replyText[last.reply] === undefined) {
     c.out.note('unclosed-reply', c.replyStart, last.reply);
   }
   if (c.padStart < n && last.role !== 'trailing') {
@@ -265,7 +322,7 @@ function enter(c: Cursor, target: number, t: number, o: number): void {
   const role = states[target].role;
   if (role === undefined) return;
   // A state that begins right after a token's last byte begins at the next token: no straddle.
-  const { offsets } = c.bound.table;
+  const { offsets } = c.bound.scan;
   if (o > 0 && o === offsets[c.ids[t] + 1] - offsets[c.ids[t]]) { t++; o = 0; }
   if (role === 'action' && before !== 'action') { c.turnToken = t; c.turnOffset = o; }
   c.out.push(t, o, target);
@@ -278,8 +335,8 @@ function enter(c: Cursor, target: number, t: number, o: number): void {
 function runDfa(c: Cursor, d: number, limit: number): number {
   const bound = c.bound;
   const ids = c.ids;
-  const { pieces, offsets, flags, size } = bound.table;
-  const step = bound.grammar.dfas[d].step;
+  const { pieces, offsets, flags, size } = bound.scan;
+  const step = bound.dfas[d].step;
   const skip = bound.skip[d];
   const { memoState, memoId, memoResult } = bound.memo[d];
   let state = 0;
