@@ -1,12 +1,9 @@
 #!/usr/bin/env node
-// The CLI, compiled to dist/ when the package is packed (and by `prepare` on `npm ci` in a clone).
-try {
-  await import('../dist/cli.js');
-} catch (error) {
-  if (error?.code === 'ERR_MODULE_NOT_FOUND' && String(error.message).includes('dist/cli.js')) {
-    process.stderr.write('tagmask: dist/ is missing: in a clone of the repository, run `npm ci` (or `npm run build`) first\n');
-    process.exitCode = 2;
-  } else {
-    throw error;
-  }
-}
+// Runs the CLI bundle dist/cli.js, built when the package is packed (npm run build). In a clone of the repository,
+// which has scripts/ (not packed), the bundle is first rebuilt where src/ changed, so `node bin/tagmask.js` never
+// runs stale code; an installed package writes nothing.
+import { existsSync } from 'node:fs';
+
+const builder = new URL('../scripts/build-cli.js', import.meta.url);
+if (existsSync(builder)) await (await import(builder.href)).buildCli({ ifChanged: true });
+await import('../dist/cli.js');

