@@ -108,7 +108,7 @@ export const CODES = {
   // Rollouts read from text or chat messages (src/io/text.ts, src/io/chat.ts).
   'retokenized-text': { family: 'rollout', severity: 'info', message: (a) => `tokens re-encoded from the text of ${(a.fields ?? []).map((field) => `"${field}"`).join(' and ')}: they can differ from the ids the model sampled, and so can the mask` },
   'special-tokens-stripped': { family: 'rollout', severity: 'warning', message: (a) => `the text holds no special token (decoded with skip_special_tokens=True?): the grammar's ${(a.literals ?? []).slice(0, 4).map(q).join(', ')}${(a.literals ?? []).length > 4 ? ` and ${(a.literals ?? []).length - 4} more` : ''} cannot be found, so the boundaries they mark are missed` },
-  'template-not-prefix': { family: 'rollout', severity: 'warning', message: (a) => `${a.name} (assistant): the chat template renders the conversation up to it differently from the whole conversation (${a.detail}), so its tokens cannot be attributed to it; the message-derived mask leaves it 0` },
+  'message-not-attributed': { family: 'rollout', severity: 'warning', message: (a) => `${a.name} (assistant): ${a.detail}, so its tokens cannot be attributed to it; the message-derived mask leaves it 0` },
   // Grammars.
   'grammar-shape': { family: 'grammar', severity: 'error', message: (a) => a.detail ?? '' },
   'unknown-tag': { family: 'grammar', severity: 'error', message: (a) => `no tag named ${q(a.name)}${a.known ? ` (tags: ${list(a.known)})` : ''}` },

@@ -3,12 +3,12 @@
  * tokenizer's own chat template (tokenizer_config.json, apply_chat_template semantics).
  *
  * The mask is then known twice: rebuilt by the grammar from the rendered stream, and from which message
- * produced each token. The second is found by rendering prefixes: an assistant message k owns the text between
- * `render(messages[:k], add_generation_prompt=True)` and `render(messages[:k+1])`, both prefixes of the whole
- * rendering. The header the generation prompt adds is the template's, not the model's; so is whitespace the
- * template writes after the message's last special token (Qwen's `\n` after `<|im_end|>`): the model stops at
- * the special token. Where a template renders a prefix differently from the whole (one that drops earlier
- * reasoning), that message cannot be attributed and `template-not-prefix` says so.
+ * produced each token. An assistant message owns the text that changes when the model's part of it (content,
+ * reasoning_content, tool_calls) is replaced by a mark and the conversation rendered again: the two renderings differ in
+ * one region, which is what the model wrote; the special token right after it (`<|im_end|>`, `<|eot_id|>`) is
+ * the stop token the model sampled. Rendering prefixes does not work for every template: Qwen3's writes an empty
+ * `<think></think>` into whichever assistant turn is last, so a prefix is not a prefix of the whole. Where the
+ * region does not hold the message's content (a template that rewrites it), `message-not-attributed` says so.
  */
 import type { Diagnostic } from '../diagnostics.ts';
 import type { ChatMessage, LoadedTokenizer } from '../tokenizer/load.ts';
@@ -22,12 +22,12 @@ export interface PreparedMessages {
   source: string;
 }
 
+const MARK = '\uE000';
+
 /** Template variables every rollout gets (`--set` does not reach templates; a line may bring `template_args`). */
 export function prepareMessages(tokenizer: LoadedTokenizer, rollout: MessagesRollout, templateArgs: Record<string, unknown> = {}): PreparedMessages {
   const messages = rollout.messages as ChatMessage[];
-  const render = (count: number, addGenerationPrompt: boolean) =>
-    tokenizer.applyChatTemplate(messages.slice(0, count), { ...templateArgs, tools: rollout.tools ?? null, addGenerationPrompt }).text;
-  const whole = render(messages.length, false);
+  const whole = tokenizer.applyChatTemplate(messages, { ...templateArgs, tools: rollout.tools ?? null }).text;
   const tokens = tokenizer.encode(whole);
   const specials = specialTexts(tokenizer.table).sort((a, b) => b.length - a.length);
   const diagnostics: Diagnostic[] = [];
@@ -36,23 +36,26 @@ export function prepareMessages(tokenizer: LoadedTokenizer, rollout: MessagesRol
   const ranges: Array<[number, number]> = [];
   messages.forEach((message, k) => {
     if (message.role !== 'assistant') return;
-    const before = render(k, true);
-    const upto = render(k + 1, false);
-    if (!upto.startsWith(before) || !whole.startsWith(upto)) {
-      diagnostics.push(diagnostic('template-not-prefix', 0, {
+    // A private-use character the rendering cannot hold elsewhere: the common prefix and suffix stop exactly at it.
+    const emptied = messages.map((other, i) => (i === k ? { role: 'assistant', content: MARK } : other));
+    const without = tokenizer.applyChatTemplate(emptied, { ...templateArgs, tools: rollout.tools ?? null }).text;
+    let start = 0;
+    while (start < whole.length && start < without.length && whole[start] === without[start]) start++;
+    let tail = 0;
+    while (tail < whole.length - start && tail < without.length - start && whole[whole.length - 1 - tail] === without[without.length - 1 - tail]) tail++;
+    let end = whole.length - tail;
+    const content = typeof message.content === 'string' ? message.content.trim() : '';
+    if (end <= start || (content && !whole.slice(start, end).includes(content))) {
+      diagnostics.push(diagnostic('message-not-attributed', 0, {
         name: `messages[${k}]`,
-        detail: !upto.startsWith(before) ? 'the generation prompt is not a prefix of the rendered message' : 'later messages change how it is rendered',
+        detail: end <= start ? 'the template renders it the same whatever it holds' : 'the text that changes with it does not hold its content',
       }));
       return;
     }
-    let end = upto.length;
-    // The template's whitespace after the message's last special token is not the model's.
-    const tail = upto.slice(before.length);
-    for (const special of specials) {
-      const at = tail.lastIndexOf(special);
-      if (at >= 0 && /^\s*$/.test(tail.slice(at + special.length))) { end = before.length + at + special.length; break; }
-    }
-    if (end > before.length) ranges.push([before.length, end]);
+    // The model's stop token follows what it wrote.
+    const stop = specials.find((special) => whole.startsWith(special, end));
+    if (stop) end += stop.length;
+    ranges.push([start, end]);
   });
 
   // Characters → bytes → tokens: a token is the message's when all its bytes are inside the message's range.

