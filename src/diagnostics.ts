@@ -20,7 +20,7 @@ export type Family = 'rollout' | 'transition' | 'grammar' | 'lint' | 'conformanc
 
 /** Why a reply's declaration is not a reply tagmask can recognise (code `reply-shape`). */
 export type ReplyShapeRule = 'text-and-envelope' | 'neither' | 'envelope-without-open' | 'close-or-ends-before'
-  | 'optional-without-close' | 'repeats-without-envelope' | 'interrupt-not-text' | 'ends-before-not-model';
+  | 'optional-without-close' | 'repeats-without-envelope' | 'reopens-without-envelope' | 'interrupt-not-text' | 'ends-before-not-model';
 
 /** How two literals collide (code `literal-overlap`). */
 export type OverlapRule = 'same' | 'contains' | 'begins-alike';
@@ -88,6 +88,7 @@ const REPLY_SHAPE: Record<ReplyShapeRule, string> = {
   'close-or-ends-before': 'an envelope needs exactly one of "close" (its own last bytes) and "ends_before" (the model\'s next marker)',
   'optional-without-close': 'only an envelope with "close" can have optional text after it',
   'repeats-without-envelope': 'only an envelope with "open" and "close" can repeat: its open is looked for right after its close',
+  'reopens-without-envelope': 'only an envelope with "open" and "close" can hold its own open',
   'interrupt-not-text': 'only a fixed "text" can interrupt a turn: an envelope is found only after a handover',
   'ends-before-not-model': 'must be a tag or marker the model writes, since the reply ends where the model starts it',
 };

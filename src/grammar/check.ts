@@ -90,6 +90,7 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
     }
     if (reply.close_then_optional.length && reply.close === undefined) add('reply-shape', `${path}.close_then_optional`, { rule: 'optional-without-close' });
     if (reply.repeats && (reply.open === undefined || reply.close === undefined)) add('reply-shape', `${path}.repeats`, { rule: 'repeats-without-envelope' });
+    if (reply.reopens && (reply.open === undefined || reply.close === undefined)) add('reply-shape', `${path}.reopens`, { rule: 'reopens-without-envelope' });
     if (reply.interrupts && reply.text === undefined) add('reply-shape', `${path}.interrupts`, { rule: 'interrupt-not-text' });
     if (!reply.interrupts && !referenced.has(name)) add('unreachable-reply', path, { name });
     if (typeof reply.max_tokens === 'string' && !(reply.max_tokens.slice(1) in grammar.options)) {

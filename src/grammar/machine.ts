@@ -75,7 +75,8 @@ export function machineConfig(grammar: Grammar) {
     for (const reply of handover.replies) on[`REPLY:${reply}`] = `reply-${reply}`;
     on.END = 'done';
     // The template's header after the handover (two assistant messages in a row, an SFT conversation).
-    grammar.headers.forEach((_, at) => { on[`HEADER:${at}`] = `header-${at}`; });
+    // Not where the model samples that same header itself (model_continues is tried first).
+    grammar.headers.forEach((literal, at) => { if (!handover.model_continues.includes(literal)) on[`HEADER:${at}`] = `header-${at}`; });
     // The model samples the next header itself and goes on (gpt-oss: <|end|><|start|>assistant…).
     if (handover.model_continues.length) on.MODEL_CONTINUES = 'model';
     // Text after a handover that no allowed reply explains: the model's own, unless the handover was the
@@ -86,7 +87,7 @@ export function machineConfig(grammar: Grammar) {
   for (const [name, reply] of Object.entries(grammar.replies)) {
     const on: Record<string, unknown> = { REPLY_END: 'model', END: 'done' };
     // The reply's own opening inside it: an earlier reply was cut (its close is missing) and swallowed a turn.
-    if (reply.open !== undefined && reply.close !== undefined) on.REOPEN = { actions: [report('reply-in-reply')] };
+    if (reply.open !== undefined && reply.close !== undefined && !reply.reopens) on.REOPEN = { actions: [report('reply-in-reply')] };
     states[`reply-${name}`] = { tags: ['observation'], meta: { kind: name, reply: name }, on };
   }
   grammar.headers.forEach((_, index) => {

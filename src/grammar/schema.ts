@@ -84,6 +84,9 @@ export interface ReplySpec {
   close_then_optional_when: Array<string | undefined>;
   /** After its close, the reply's own `open` may follow at once: the reply goes on (DeepSeek V3.1 tool outputs). */
   repeats: boolean;
+  /** Its own `open` may stand inside it (several messages in one observation: two tool results, a tool result
+   * then a user turn), so that is no sign of a cut reply (no `reply-in-reply`). */
+  reopens: boolean;
   /** A fixed message instead of an envelope. */
   text?: string;
   /** Recognised anywhere in a model turn, not only after a handover (the model's turn end is invisible). */
@@ -248,7 +251,7 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
   else for (const [key, spec] of Object.entries((value.replies ?? {}) as Record<string, Json>)) {
     const path = joinPath('replies', key);
     if (!isObject(spec)) { issue(path, 'expected a reply object'); continue; }
-    unknownKeys(spec, ['open', 'close', 'ends_before', 'close_then_optional', 'optional_when', 'text', 'interrupts', 'max_tokens', 'repeats'], path);
+    unknownKeys(spec, ['open', 'close', 'ends_before', 'close_then_optional', 'optional_when', 'text', 'interrupts', 'max_tokens', 'repeats', 'reopens'], path);
     const optionalWhen = optionReference(spec, path);
     const optional = optionalLiterals(spec, 'close_then_optional', path, optionalWhen);
     const reply: ReplySpec = {
@@ -261,8 +264,9 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
       text: string(spec, 'text', path, false),
       interrupts: spec.interrupts === true,
       repeats: spec.repeats === true,
+      reopens: spec.reopens === true,
     };
-    for (const flag of ['interrupts', 'repeats']) {
+    for (const flag of ['interrupts', 'repeats', 'reopens']) {
       if (spec[flag] !== undefined && typeof spec[flag] !== 'boolean') issue(`${path}.${flag}`, 'expected true or false');
     }
     const budget = spec.max_tokens;

@@ -98,7 +98,9 @@ function atHandover(c: Cursor, info: StateInfo): boolean {
   if (c.token < ids.length && c.offset > 0 && c.offset === scan.offsets[ids[c.token] + 1] - scan.offsets[ids[c.token]]) c.moveTo(c.token + 1, 0);
   const token = c.token;
   const offset = c.offset;
-  // The model samples the next header itself (gpt-oss `<|end|><|start|>assistant`): its turn goes on.
+  // Order: the model's own header (gpt-oss `<|end|><|start|>assistant`: its turn goes on), then the template's
+  // header (before the replies, so a reply that opens with a bare `<|start_header_id|>` never takes it), then
+  // the replies in the grammar's order.
   for (const literal of c.bound.modelContinues[info.handover]) {
     if (matchForward(c, c.padStart, token, offset, literal)) {
       const endToken = c.atToken;
@@ -107,20 +109,6 @@ function atHandover(c: Cursor, info: StateInfo): boolean {
       c.moveTo(endToken, endOffset);
       return true;
     }
-  }
-  let reply = -1;
-  for (const r of handovers[info.handover].replies) {
-    if (matchForward(c, c.padStart, token, offset, replyOpen[r] ?? replyText[r]!)) { reply = r; break; }
-  }
-  if (reply >= 0) {
-    const endToken = c.atToken;
-    const endOffset = c.atOffset;
-    enter(c, fire(c, replies[reply].event, token), token, offset);
-    c.replyStart = token;
-    c.moveTo(endToken, endOffset);
-    // A fixed text is the whole reply; an envelope goes on until its close.
-    if (replyText[reply]) enter(c, fire(c, event.replyEnd, endToken), endToken, endOffset);
-    return true;
   }
   // The template's header for a further model turn (two assistant messages in a row), after its whitespace.
   if (c.bound.headers.length) {
@@ -137,6 +125,20 @@ function atHandover(c: Cursor, info: StateInfo): boolean {
       afterHeader(c);
       return true;
     }
+  }
+  let reply = -1;
+  for (const r of handovers[info.handover].replies) {
+    if (matchForward(c, c.padStart, token, offset, replyOpen[r] ?? replyText[r]!)) { reply = r; break; }
+  }
+  if (reply >= 0) {
+    const endToken = c.atToken;
+    const endOffset = c.atOffset;
+    enter(c, fire(c, replies[reply].event, token), token, offset);
+    c.replyStart = token;
+    c.moveTo(endToken, endOffset);
+    // A fixed text is the whole reply; an envelope goes on until its close.
+    if (replyText[reply]) enter(c, fire(c, event.replyEnd, endToken), endToken, endOffset);
+    return true;
   }
   if (onlyWhitespaceBefore(c, token, offset, c.padStart)) {
     // A chat template's newline after the last turn, then padding: the end.

@@ -37,7 +37,7 @@ const FILLER = ' lorem ipsum ';
  * The text of one event, given the grammar: which bytes make the machine take this step, and whose
  * they are (1 = the model's, 0 = the environment's or the template's).
  */
-function segmentsOf(grammar: CompiledGrammar, eventType: string, state: { reply?: string; turnStart: boolean; modelStopped?: boolean }): Segment[] {
+function segmentsOf(grammar: CompiledGrammar, eventType: string, state: { reply?: string; turnStart: boolean; modelStopped?: boolean; handover?: number }): Segment[] {
   const spec = grammar.grammar;
   const [family, name] = eventType.split(':');
   const lineStart = (text: string, tagName: string) => (spec.tags[tagName]?.line_start && !state.turnStart ? `\n${text}` : text);
@@ -67,6 +67,10 @@ function segmentsOf(grammar: CompiledGrammar, eventType: string, state: { reply?
     case 'CONTINUE': return [{ text: ' zz text after the handover ', role: state.modelStopped ? 0 : 1 }];
     // The reply's own opening again, inside the reply: still the environment's text.
     case 'REOPEN': return [{ text: `${spec.replies[state.reply!].open!} more reply `, role: 0 }];
+    // A template header: never the model's, wherever it stands (after a handover, or inside a model turn).
+    case 'HEADER': return [{ text: spec.headers[Number(name)], role: 0 }];
+    // The model samples the next header itself right after the handover literal (gpt-oss): its own text.
+    case 'MODEL_CONTINUES': return [{ text: spec.handovers[state.handover!].model_continues[0] + FILLER, role: 1 }];
     case 'END': return [];
     default: throw new Error(`no text for event ${eventType}`);
   }
@@ -79,15 +83,21 @@ function rolloutOf(grammar: CompiledGrammar, events: string[], encode: (text: st
   let fixedTextPending = false;
   let turnStart = false;
   let modelStopped = false;
+  let handover: number | undefined;
   for (const type of events) {
     if (type === 'xstate.init') continue;
     const [family, name] = type.split(':');
     // A fixed-text reply ends with its text: the machine's REPLY_END adds no bytes.
     if (type === 'REPLY_END' && fixedTextPending) { fixedTextPending = false; reply = undefined; turnStart = true; continue; }
-    const produced = segmentsOf(grammar, type, { reply, turnStart, modelStopped });
+    const produced = segmentsOf(grammar, type, { reply, turnStart, modelStopped, handover });
     segments.push(...produced);
     modelStopped = family === 'HANDOVER' && grammar.grammar.handovers[Number(name)].model_stops;
-    if (family === 'REPLY' || family === 'INTERRUPT') {
+    if (family === 'HANDOVER') handover = Number(name);
+    if (family === 'HEADER') {
+      // A header is a fixed text: the machine's REPLY_END after it adds no bytes.
+      fixedTextPending = true;
+      turnStart = true;
+    } else if (family === 'REPLY' || family === 'INTERRUPT') {
       reply = name;
       fixedTextPending = replies[name].text !== undefined;
       turnStart = fixedTextPending;
