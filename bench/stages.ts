@@ -15,7 +15,7 @@
  * Run in its own process on purpose: it feeds the masker number[] ids, and the in-memory benchmark must
  * not see those shapes (V8 would make the shared scanner polymorphic).
  */
-import { MaskerPool, runRollouts, writeMaskLine } from '../src/commands/mask.ts';
+import { MaskerPool, idJson, runRollouts, writeMaskLine } from '../src/commands/mask.ts';
 import { JsonlWriter, readJsonl } from '../src/io/jsonl.ts';
 import { readRolloutBytes } from '../src/io/rollout.ts';
 import { now } from './timing.ts';
@@ -62,7 +62,7 @@ async function lapPass(pool: MaskerPool, input: string, output: string): Promise
     tokens += result.mask.length;
     for (const span of result.spans) if (span.role === 'action') action += span.end - span.start;
     lap('record');
-    writeMaskLine(writer, rollout.id, result);
+    writeMaskLine(writer, idJson(rollout.id), result);
     lap('serialize');
   }
   writer.close();

@@ -12,9 +12,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Args, commandHelp, mainHelp, optionSets, parseCommand, suggest, UsageError, type CommandSpec, type FlagSpec } from './commands/args.ts';
 import { announceStdin, useColor } from './commands/terminal.ts';
-import { MaskerPool, runRollouts, formatSummary, idOf, type RunSummary } from './commands/mask.ts';
+import { MaskerPool, runRollouts, formatSummary, idOf, messageOf, type RunSummary } from './commands/mask.ts';
 import { runMerge } from './commands/merge.ts';
-import { readJsonl } from './io/jsonl.ts';
+import { InputError, JsonlWriter, OutputClosed, OutputError, OutputPathError, readJsonlBatches } from './io/jsonl.ts';
 import { readRolloutLine } from './io/rollout.ts';
 import { showRollout } from './report/show.ts';
 import { findSuites, formatSuite, maskSamples, proveSuite, suitePassed, type Suite } from './commands/suites.ts';
@@ -129,7 +129,7 @@ const COMMANDS: Command[] = [
       const tokenizer = args.string('tokenizer');
       const table = tokenizer ? (await loadTokenizer(tokenizer)).table : undefined;
       announceStdin(args.input(), 'merge', 'trajectories (JSONL)');
-      return runMerge(args.input(), args.string('output'), table, log) ? 1 : 0;
+      return (await runMerge(args.input(), args.string('output'), table, log)) ? 1 : 0;
     },
   },
   {
@@ -162,21 +162,27 @@ const COMMANDS: Command[] = [
       let shown = 0;
       let failed = 0;
       const diagnostics = new Map<string, number>();
-      for (const line of readJsonl(input)) {
-        try {
-          const rollout = readRolloutLine(line.text);
-          if (wanted !== undefined && String(rollout.id) !== wanted) continue;
-          const result = pool.get(rollout.options).mask(rollout.tokens, { promptLength: rollout.promptLength });
-          for (const item of result.diagnostics) diagnostics.set(item.code, (diagnostics.get(item.code) ?? 0) + 1);
-          if (html) html.add(pool.tokenizer.table, { id: rollout.id, tokens: rollout.tokens, result, source: `${where}:${line.number}` });
-          else process.stdout.write(`${showRollout(pool.tokenizer.table, rollout.id, rollout.tokens, result, color)}\n\n`);
-          shown++;
-        } catch (error) {
-          failed++;
-          log(`${where}:${line.number}: ${(error as Error).message}`);
-          if (html && wanted === undefined) html.add(pool.tokenizer.table, { id: idOf(line.text), tokens: [], error: (error as Error).message, source: `${where}:${line.number}` });
+      // Written synchronously to stdout, so a reader that goes away (`| head`) ends the run quietly.
+      const writer = html ? undefined : new JsonlWriter(undefined);
+      for await (const batch of readJsonlBatches(input)) {
+        for (const line of batch) {
+          try {
+            const rollout = readRolloutLine(line.text);
+            if (wanted !== undefined && String(rollout.id) !== wanted) continue;
+            const result = pool.get(rollout.options).mask(rollout.tokens, { promptLength: rollout.promptLength });
+            if (html) html.add(pool.tokenizer.table, { id: rollout.id, tokens: rollout.tokens, result, source: `${where}:${line.number}` });
+            else writer!.write(`${showRollout(pool.tokenizer.table, rollout.id, rollout.tokens, result, color)}\n\n`);
+            for (const item of result.diagnostics) diagnostics.set(item.code, (diagnostics.get(item.code) ?? 0) + 1);
+            shown++;
+          } catch (error) {
+            if (error instanceof OutputClosed || error instanceof OutputError) throw error;
+            failed++;
+            log(`${where}:${line.number}: ${messageOf(error)}`);
+            if (html && wanted === undefined) html.add(pool.tokenizer.table, { id: idOf(line.text), tokens: [], error: messageOf(error), source: `${where}:${line.number}` });
+          }
         }
       }
+      writer?.close();
       if (wanted !== undefined && shown === 0) { log(`no rollout with id ${wanted}`); return 1; }
       if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlFile!, html))}`);
       return failed > 0 || diagnosticsFail(diagnostics, args.string('fail-on')!) ? 1 : 0;
@@ -299,13 +305,17 @@ async function main(argv: string[]): Promise<number> {
   return command.run(args);
 }
 
+// A reader that closes stdout early (`tagmask conformance | head`) is not an error: stop quietly.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => { if (error.code === 'EPIPE') process.exit(0); throw error; });
+
 main(process.argv.slice(2)).then(
   (code) => { process.exitCode = code; },
   (error: unknown) => {
+    if (error instanceof OutputClosed) { process.exitCode = 0; return; }
     if (error instanceof UsageError) {
       const where = error.command ? `tagmask ${error.command}` : 'tagmask';
       process.stderr.write(`${where}: ${error.message} (see ${where} --help)\n`);
-    } else if (error instanceof GrammarError) process.stderr.write(`tagmask: ${error.message}\n`);
+    } else if (error instanceof GrammarError || error instanceof OutputError || error instanceof OutputPathError || error instanceof InputError) process.stderr.write(`tagmask: ${error.message}\n`);
     else process.stderr.write(`tagmask: ${(error as Error).message ?? String(error)}\n`);
     process.exitCode = 2;
   },

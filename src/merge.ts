@@ -106,6 +106,8 @@ function actionLogprobs(transition: Transition, index: number, options: MergeOpt
     if (options.missingLogprobs === 'zero') return new Array<number>(tokens.length).fill(0);
     throw new Error(`transitions[${index}].ac: logprobs are not available (tinker raises here too)`);
   }
+  const outside = logprobs.findIndex((x) => !Number.isFinite(Math.fround(x)));
+  if (outside >= 0) throw new Error(`transitions[${index}].ac.logprobs[${outside}]: ${logprobs[outside]} is not a finite float32 (tinker's tensors)`);
   if (logprobs.length !== tokens.length) {
     throw new Error(
       `transitions[${index}].ac: ${logprobs.length} logprobs for ${tokens.length} tokens`,
@@ -127,6 +129,7 @@ export function trajectoryToData(
   advantage = 1,
   options: MergeOptions = {},
 ): Datum[] {
+  if (!Number.isFinite(Math.fround(advantage))) throw new Error(`advantage ${advantage} is not a finite float32 (tinker's tensors)`);
   const data: Datum[] = [];
   let sequence: number[] = [];
   let logprobs: number[] = [];
@@ -314,6 +317,10 @@ export interface ParsedTrajectoryLine {
 
 type JsonObject = Record<string, unknown>;
 
+/** tinker's datums hold float32: a value beyond its range would become infinity (JSON null) on the way out. */
+const fitsFloat32 = (x: number) => Number.isFinite(Math.fround(x));
+const FLOAT32_PROBLEM = (x: number) => `${x} does not fit in float32 (tinker's tensors; largest magnitude ${3.4028234663852886e38})`;
+
 function isObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -352,6 +359,7 @@ export function parseTrajectoryLine(value: unknown, where: string): ParsedTrajec
     if (!Array.isArray(raw)) return fail(path, 'expected an array of numbers');
     raw.forEach((x, i) => {
       if (typeof x !== 'number' || !Number.isFinite(x)) fail(`${path}[${i}]`, 'expected a finite number');
+      if (!fitsFloat32(x)) fail(`${path}[${i}]`, FLOAT32_PROBLEM(x));
     });
     return raw as number[];
   };
@@ -364,6 +372,7 @@ export function parseTrajectoryLine(value: unknown, where: string): ParsedTrajec
     if (typeof value.advantage !== 'number' || !Number.isFinite(value.advantage)) {
       fail('advantage', 'expected a finite number');
     }
+    if (!fitsFloat32(value.advantage as number)) fail('advantage', FLOAT32_PROBLEM(value.advantage as number));
     advantage = value.advantage as number;
   }
 

