@@ -8,10 +8,10 @@
  * To add a flag to a command: one entry in its `flags` below, then read it in its `run` with
  * `args.string('name')`, `args.boolean('name')` or `args.list('name')`.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Args, commandHelp, mainHelp, optionSets, parseCommand, suggest, UsageError, type CommandSpec, type FlagSpec } from './commands/args.ts';
-import { announceStdin, useColor } from './commands/terminal.ts';
+import { announceStdin, ProgressLine, useColor } from './commands/terminal.ts';
 import { MaskerPool, runRollouts, formatSummary, idOf, messageOf, type RunSummary } from './commands/mask.ts';
 import { runMerge } from './commands/merge.ts';
 import { InputError, JsonlWriter, OutputClosed, OutputError, OutputPathError, readJsonlBatches } from './io/jsonl.ts';
@@ -74,7 +74,10 @@ function rolloutCommand(name: 'mask' | 'check'): Command {
       announceStdin(args.input(), name, 'rollouts (JSONL)');
       const htmlFile = mask ? undefined : args.string('html');
       const html = htmlFile ? new HtmlReport({ title: `tagmask check: ${args.input() === '-' ? 'stdin' : args.input()}`, command: commandLine(), side: 'given' }) : undefined;
-      const summary = await runRollouts(pool, args.input(), args.string('output'), name, log, html);
+      const progress = new ProgressLine(inputSize(args.input()));
+      // A message clears the progress line first; the next update draws it again below.
+      const logAbove = (line: string) => { progress.done(); log(line); };
+      const summary = await runRollouts(pool, args.input(), args.string('output'), name, logAbove, html, progress);
       log(formatSummary(summary, name));
       if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlFile!, html))}`);
       return rolloutsFailed(summary, args.string('fail-on')!) ? 1 : 0;
@@ -87,6 +90,13 @@ async function grammarOf(args: Args): Promise<string> {
   const grammar = args.required('grammar');
   if (grammar !== 'auto') return grammar;
   return autoGrammar(args.input(), await loadTokenizer(args.required('tokenizer')), log);
+}
+
+/** The size of an input file, for the progress line's share and ETA (none for stdin or compressed input). */
+function inputSize(input: string): number | undefined {
+  if (input === '-' || input.endsWith('.gz')) return undefined;
+  const stat = statSync(input, { throwIfNoEntry: false });
+  return stat?.isFile() ? stat.size : undefined;
 }
 
 function rolloutsFailed(summary: RunSummary, failOn: string): boolean {

