@@ -9,7 +9,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { MaskerPool } from '../src/commands/mask.ts';
+import { MaskerPool } from '../src/suites.ts';
 import { readRolloutLine } from '../src/io/rollout.ts';
 
 const args = process.argv.slice(2);

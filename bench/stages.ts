@@ -3,7 +3,7 @@
  *
  *     npx tsx bench/stages.ts IN.jsonl TOKENIZER [--reps 3]     → one JSON line on stdout
  *
- * It runs the same loop as `runRollouts` (src/commands/mask.ts) with the same modules, and charges the wall
+ * It runs the same loop as `runRollouts` (src/run.ts) with the same modules, and charges the wall
  * time between laps to the stage that ran: read (readJsonl: chunked read into one buffer, newline split),
  * parse (readRolloutBytes: ids read from bytes, the rest through JSON.parse), mask (Masker.mask: scan,
  * mask, spans, diagnostics), record (the summary's action count), serialize (writeMaskLine into the
@@ -15,7 +15,9 @@
  * Run in its own process on purpose: it feeds the masker number[] ids, and the in-memory benchmark must
  * not see those shapes (V8 would make the shared scanner polymorphic).
  */
-import { MaskerPool, idJson, runRollouts, writeMaskLine } from '../src/commands/mask.ts';
+import { MaskerPool } from '../src/suites.ts';
+import { runRollouts } from '../src/run.ts';
+import { idJson, writeMaskLine } from '../src/io/lines.ts';
 import { JsonlWriter, readJsonl } from '../src/io/jsonl.ts';
 import { readRolloutBytes } from '../src/io/rollout.ts';
 import { now } from './timing.ts';

@@ -12,17 +12,18 @@ import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Args, commandHelp, mainHelp, optionSets, parseCommand, suggest, UsageError, type CommandSpec, type FlagSpec } from './commands/args.ts';
 import { announceStdin, ProgressLine, useColor } from './commands/terminal.ts';
-import { MaskerPool, runRollouts, formatSummary, idOf, messageOf, type RunSummary } from './commands/mask.ts';
-import { runMerge } from './commands/merge.ts';
+import { runMerge, runRollouts, type RunSummary } from './run.ts';
+import { idOf, messageOf } from './io/lines.ts';
 import { InputError, JsonlWriter, OutputClosed, OutputError, OutputPathError, readJsonlBatches } from './io/jsonl.ts';
 import { readRolloutLine } from './io/rollout.ts';
 import { showRollout } from './report/show.ts';
 import { autoGrammar, detectFile, DETECT_LIMIT } from './commands/detect.ts';
 import { formatDetection } from './detect.ts';
-import { findSuites, formatSuite, maskSamples, proveSuite, suitePassed, type Suite } from './commands/suites.ts';
-import { checkGrammarFile, formatIssue, GrammarError, resolveGrammarPath } from './grammar/load.ts';
+import { findSuites, maskSamples, MaskerPool, proveSuite, suitePassed, type Suite } from './suites.ts';
+import { checkGrammarFile, GrammarError, resolveGrammarPath } from './grammar/load.ts';
+import { formatFinding, formatGrammarTotals, formatIssue, formatRunSummary, formatSuite } from './report/text.ts';
+import { conformanceRecords } from './report/json.ts';
 import { lintLiterals } from './grammar/lint.ts';
-import { namedSides } from './conformance.ts';
 import { loadTokenizer, resolveTokenizerPath } from './tokenizer/load.ts';
 import { SEVERITY, type DiagnosticCode, type Severity } from './diagnostics.ts';
 import { PACKAGE_ROOT } from './paths.ts';
@@ -78,7 +79,7 @@ function rolloutCommand(name: 'mask' | 'check'): Command {
       // A message clears the progress line first; the next update draws it again below.
       const logAbove = (line: string) => { progress.done(); log(line); };
       const summary = await runRollouts(pool, args.input(), args.string('output'), name, logAbove, html, progress);
-      log(formatSummary(summary, name));
+      log(formatRunSummary(summary, name));
       if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlFile!, html))}`);
       return rolloutsFailed(summary, args.string('fail-on')!) ? 1 : 0;
     },
@@ -256,15 +257,8 @@ const COMMANDS: Command[] = [
         const verdict = await proveSuite(suite, undefined, html);
         if (!json) out(formatSuite(verdict));
         else {
-          // One line per rollout and per datum: what a CI job or a notebook reads.
-          for (const item of verdict.rollouts) out(JSON.stringify({ suite: suite.name, kind: 'rollout', id: item.id, tokens: item.tokens, agree: item.disagreements.length === 0, disagreements: item.disagreements.map((run) => namedSides(run, 'construction')) }));
-          for (const trajectory of verdict.trajectories) {
-            for (const datum of trajectory.datums) {
-              out(JSON.stringify({ suite: suite.name, kind: 'datum', id: trajectory.id, datum: datum.datum, transitions: datum.transitions, tokens: datum.tokens, agree: datum.agree, disagreements: datum.disagreements.map((run) => namedSides(run, 'merge')) }));
-            }
-            for (const split of trajectory.splits) out(JSON.stringify({ suite: suite.name, kind: 'split', id: trajectory.id, ...split, cost: trajectory.cost }));
-          }
-          for (const error of verdict.errors) out(JSON.stringify({ suite: suite.name, kind: 'error', error }));
+          // One line per rollout, re-tokenized rollout, datum and split: what a CI job or a notebook reads.
+          for (const record of conformanceRecords(verdict)) out(JSON.stringify(record));
         }
         if (!suitePassed(verdict)) passed = false;
       }
@@ -302,11 +296,11 @@ const COMMANDS: Command[] = [
         const tokenizers = await Promise.all(specs.map((spec) => loadTokenizer(spec)));
         for (const finding of await lintLiterals(checked.compiled.grammar, tokenizers)) {
           if (finding.severity === 'warning') lintWarnings++;
-          out(`${checked.file}: ${finding.severity} ${finding.code} at ${finding.path}: ${finding.message}`);
+          out(formatFinding(checked.file, finding));
         }
       }
       const warnings = checked.issues.filter((issue) => issue.severity === 'warning').length + lintWarnings;
-      out(`${checked.file}: ${errors} error(s), ${warnings} warning(s)`);
+      out(formatGrammarTotals(checked.file, errors, warnings));
       return errors ? 1 : 0;
     },
   },

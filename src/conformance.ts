@@ -134,27 +134,3 @@ export function checkTrajectory(masker: Masker, table: ByteTable, id: unknown, t
   }));
   return { id, agree: datums.every((datum) => datum.agree), agreeing, total, datums, splits, cost: audit.cost };
 }
-
-/** Text shortened for a report line, JSON-quoted. */
-export const clip = (text: string, length = 60) => JSON.stringify(text.length > length ? `${text.slice(0, length)}…` : text);
-
-/**
- * One disagreement for people: class, token range, both sides by name, what it means for training, and
- * the decoded text around it. `side` names the mask under audit: `given` in check, `construction` or
- * `merge` in conformance; tagmask's side is always `protocol`.
- */
-export function formatDisagreement(id: unknown, run: Disagreement, side = 'given'): string {
-  return `${String(id)}: ${run.class} tokens [${run.start}, ${run.end}) ${side} ${run.given}, protocol ${run.protocol}: ${side === 'given' ? 'the given mask' : `the ${side}'s mask`} ${run.direction}: …${clip(run.before, 30)} ⟦${clip(run.text, 60)}⟧ ${clip(run.after, 30)}…`;
-}
-
-/** A disagreement as JSON with the audited side under its own name (`construction`, `merge`) instead of `given`. */
-export function namedSides(run: Disagreement, side: string): object {
-  if (side === 'given') return run;
-  const { class: kind, start, end, given, protocol, direction, before, text, after } = run;
-  return { class: kind, start, end, [side]: given, protocol, direction, before, text, after };
-}
-
-/** Said when a mask one shorter than the tokens is read in target space, so nobody reads its indices off by one. */
-export function formatFrame(id: unknown, maskLength: number, tokenCount: number): string {
-  return `${String(id)}: the mask has ${maskLength} values for ${tokenCount} tokens, read in target space (frame "targets": mask[i] is for token i + 1); token ranges below count tokens`;
-}

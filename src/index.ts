@@ -18,3 +18,21 @@ export type { CompiledGrammar } from './grammar/compile.ts';
 export type { LoadedTokenizer, TransformersTokenizer, EncodeOptions, DecodeOptions, ChatMessage, ChatTemplateOptions, ChatRendering } from './tokenizer/load.ts';
 
 export { Masker, createMasker, type MaskResult, type MaskOptions } from './masker.ts';
+
+// The proof: tinker's transition merge, its extension audit, and comparisons of masks.
+export { trajectoryToData, auditExtension, type Trajectory, type Transition, type Action, type Datum, type MergeOptions, type ExtensionAudit, type ExtensionSplit, type ExtensionCost } from './merge.ts';
+export { checkTrajectory, compareMasks, directionOf, frameOf, type Disagreement, type DisagreementClass, type Direction, type Frame, type TrajectoryVerdict, type DatumVerdict, type SplitReport } from './conformance.ts';
+export { parseTrajectoryLine, datumToJson } from './io/trajectory.ts';
+export { readRolloutLine, type RolloutLine } from './io/rollout.ts';
+
+// Suites, and files of rollouts through a pool of maskers (one per option set).
+export { MaskerPool, findSuites, readSuite, proveSuite, suitePassed, type Suite, type SuiteVerdict, type RolloutVerdict } from './suites.ts';
+export { runRollouts, runMerge, type RunSummary } from './run.ts';
+
+// Diagnostics: the registry, and the words and JSON records made from it.
+export { CODES, messageOf, severityOf, type Code, type DiagnosticArgs, type Family } from './diagnostics.ts';
+export { formatDiagnostic, formatDisagreement, formatFinding, formatIssue as formatGrammarIssue, formatRunSummary, formatSuite, formatSplit } from './report/text.ts';
+export { conformanceRecords, namedSides } from './report/json.ts';
+export { showRollout } from './report/show.ts';
+export { checkGrammar, type GrammarIssue, type GrammarIssueCode } from './grammar/check.ts';
+export { lintLiterals, type LiteralFinding } from './grammar/lint.ts';

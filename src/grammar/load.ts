@@ -9,6 +9,7 @@ import { checkGrammar, grammarIssue, type GrammarIssue } from './check.ts';
 import { compileGrammar, type CompiledGrammar } from './compile.ts';
 import { JsonSyntaxError, parseLocated, type Place } from './json.ts';
 import { readGrammar } from './schema.ts';
+import { formatIssue } from '../report/text.ts';
 
 export { BUNDLED_GRAMMARS };
 
@@ -23,9 +24,7 @@ export class GrammarError extends Error {
   }
 }
 
-export function formatIssue(issue: LocatedIssue): string {
-  return `${issue.file}:${issue.place.line}:${issue.place.column}: ${issue.severity} ${issue.code}${issue.path ? ` at ${issue.path}` : ''}: ${issue.message}`;
-}
+export { formatIssue };
 
 export function bundledGrammarNames(): string[] {
   return readdirSync(BUNDLED_GRAMMARS).filter((file) => file.endsWith('.json')).map((file) => basename(file, '.json')).sort();

@@ -2,6 +2,7 @@
  * Input lines: what a rollout line may hold, validated with messages that name the field and index.
  */
 import type { OptionValues } from '../scan/bind.ts';
+import { isObject, MAX_TOKEN_ID, tokenArray } from './json.ts';
 
 export interface RolloutLine {
   id: unknown;
@@ -13,18 +14,7 @@ export interface RolloutLine {
   mask?: number[];
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
-export function tokenArray(value: unknown, field: string): number[] {
-  if (!Array.isArray(value)) throw new Error(`"${field}" must be an array of token ids`);
-  for (let i = 0; i < value.length; i++) {
-    const id = value[i];
-    if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > 0xffffffff) {
-      throw new Error(`${field}[${i}]: expected a token id (non-negative integer), got ${JSON.stringify(id)}`);
-    }
-  }
-  return value as number[];
-}
+export { tokenArray };
 
 function maskArray(value: unknown, field: string): number[] {
   if (!Array.isArray(value)) throw new Error(`"${field}" must be an array of 0/1`);
@@ -143,7 +133,7 @@ export function readRolloutBytes(bytes: Buffer): RolloutLine {
     while (c >= 0x30 && c <= 0x39) { value = value * 10 + (c - 0x30); c = bytes[++at]; }
     const digits = at - first;
     // JSON has no leading zeros (`007` is not a number): such a line is JSON.parse's to reject.
-    if (digits === 0 || digits > 10 || value > 0xffffffff || (digits > 1 && bytes[first] === 0x30)) return slowPath(bytes);
+    if (digits === 0 || digits > 10 || value > MAX_TOKEN_ID || (digits > 1 && bytes[first] === 0x30)) return slowPath(bytes);
     ids[count++] = value;
     while (c === 32 || c === 9 || c === 10 || c === 13) c = bytes[++at];
     if (c === 0x2c) {

@@ -5,6 +5,7 @@
  */
 import type { MaskResult } from '../index.ts';
 import { textOf, type ByteTable } from '../tokenizer/table.ts';
+import { formatDiagnostic } from './text.ts';
 
 const ANSI = { action: '\u001b[32m', observation: '\u001b[2m', straddle: '\u001b[41;97m', reset: '\u001b[0m', bold: '\u001b[1m' };
 
@@ -40,6 +41,6 @@ export function showRollout(table: ByteTable, id: unknown, tokens: ArrayLike<num
     else body += sort === 'action' ? `«${text}»` : sort === 'straddle' ? `⟦${text}⟧` : text;
   }
   lines.push(body);
-  for (const item of result.diagnostics) lines.push(`  ${item.severity} ${item.code} at token ${item.token}: ${item.message}`);
+  for (const item of result.diagnostics) lines.push(`  ${formatDiagnostic(item)}`);
   return lines.join('\n');
 }

@@ -7,9 +7,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { findSuites, proveSuite } from '../../src/commands/suites.ts';
+import { findSuites, proveSuite } from '../../src/suites.ts';
 import { loadGrammar, loadTokenizer, Masker } from '../../src/index.ts';
-import { trajectoryToData, parseTrajectoryLine } from '../../src/merge.ts';
+import { trajectoryToData } from '../../src/merge.ts';
+import { parseTrajectoryLine } from '../../src/io/trajectory.ts';
 import { BUNDLED_SAMPLES } from '../../src/paths.ts';
 
 const suites = findSuites([]);

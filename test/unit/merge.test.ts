@@ -5,12 +5,11 @@ import { PreTrainedTokenizer } from '@huggingface/transformers';
 import {
   PARSE_ERROR_MASKED_METRIC_KEY,
   auditExtension,
-  datumToJson,
-  parseTrajectoryLine,
   trajectoryToData,
   type Trajectory,
   type Transition,
 } from '../../src/merge.ts';
+import { datumToJson, parseTrajectoryLine } from '../../src/io/trajectory.ts';
 
 // Every expected array below is written by hand (or, for tutorial 404, copied
 // from the tutorial's printed output in samples/tutorial-404/expected.json);
@@ -348,8 +347,8 @@ describe('parseTrajectoryLine', () => {
   };
 
   it('names the JSON path of the problem', () => {
-    failsWith((l) => (l.transitions[1].ac.tokens[5] = -1), 'in.jsonl:3: transitions[1].ac.tokens[5]: expected a non-negative integer');
-    failsWith((l) => (l.transitions[0].ob[1] = 2.5), 'in.jsonl:3: transitions[0].ob[1]: expected a non-negative integer');
+    failsWith((l) => (l.transitions[1].ac.tokens[5] = -1), 'in.jsonl:3: transitions[1].ac.tokens[5]: expected a token id (an integer from 0 to 4294967295), got -1');
+    failsWith((l) => (l.transitions[0].ob[1] = 2.5), 'in.jsonl:3: transitions[0].ob[1]: expected a token id (an integer from 0 to 4294967295), got 2.5');
     failsWith((l) => (l.transitions[0].ob = 'abc'), 'in.jsonl:3: transitions[0].ob: expected an array of token ids');
     failsWith((l) => delete l.transitions[1].ac, 'in.jsonl:3: transitions[1].ac: expected an object');
     failsWith((l) => (l.transitions[0].ac.logprobs = ['x']), 'in.jsonl:3: transitions[0].ac.logprobs[0]: expected a finite number');

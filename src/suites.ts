@@ -11,16 +11,56 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
-import { BUNDLED_SAMPLES } from '../paths.ts';
-import { checkTrajectory, clip, compareMasks, formatDisagreement, frameOf, type DatumSeen, type TrajectoryVerdict, type Disagreement } from '../conformance.ts';
-import { readJsonl } from '../io/jsonl.ts';
-import { readOptions, readRolloutLine } from '../io/rollout.ts';
-import { parseTrajectoryLine } from '../merge.ts';
-import type { OptionValues } from '../scan/bind.ts';
-import { MaskerPool, runRollouts, formatSummary } from './mask.ts';
-import type { HtmlReport } from '../report/html.ts';
+import { BUNDLED_SAMPLES } from './paths.ts';
+import { Masker } from './masker.ts';
+import { loadGrammar } from './grammar/load.ts';
+import { needsAttributes, prepareAttributeReader } from './attributes.ts';
+import { loadTokenizer, type LoadedTokenizer } from './tokenizer/load.ts';
+import type { CompiledGrammar } from './grammar/compile.ts';
+import { checkTrajectory, compareMasks, frameOf, type DatumSeen, type TrajectoryVerdict, type Disagreement } from './conformance.ts';
+import { readJsonl } from './io/jsonl.ts';
+import { readOptions, readRolloutLine } from './io/rollout.ts';
+import { parseTrajectoryLine } from './io/trajectory.ts';
+import type { OptionValues } from './scan/bind.ts';
+import { runRollouts } from './run.ts';
+import { clip, formatRunSummary, formatSuite } from './report/text.ts';
+import type { HtmlReport } from './report/html.ts';
 
 export { BUNDLED_SAMPLES };
+
+/**
+ * One Masker per distinct option set (rollouts may bring their own options). Binding a new set costs only
+ * its small option arrays (the vocabulary tables are shared), so the pool keeps the most recently used
+ * MAX_OPTION_SETS and drops the oldest: a file where every line has its own budget stays bounded in memory.
+ */
+export class MaskerPool {
+  static readonly MAX_OPTION_SETS = 64;
+  private readonly maskers = new Map<string, Masker>();
+  constructor(readonly grammar: CompiledGrammar, readonly tokenizer: LoadedTokenizer, readonly options: OptionValues) {}
+
+  get(lineOptions: OptionValues): Masker {
+    const options = { ...this.options, ...lineOptions };
+    const key = JSON.stringify(Object.entries(options).sort());
+    let masker = this.maskers.get(key);
+    if (masker) {
+      // Most recently used last: Map keeps insertion order.
+      this.maskers.delete(key);
+    } else {
+      masker = new Masker(this.grammar, this.tokenizer.table, options);
+      if (this.maskers.size >= MaskerPool.MAX_OPTION_SETS) this.maskers.delete(this.maskers.keys().next().value!);
+    }
+    this.maskers.set(key, masker);
+    return masker;
+  }
+
+  static async open(grammar: string, tokenizer: string, options: OptionValues): Promise<MaskerPool> {
+    const compiled = loadGrammar(grammar);
+    if (needsAttributes(compiled.grammar.tags)) await prepareAttributeReader();
+    const pool = new MaskerPool(compiled, await loadTokenizer(tokenizer), options);
+    pool.get({}); // bad --set values fail here, before any line is read
+    return pool;
+  }
+}
 
 export interface Suite {
   name: string;
@@ -149,41 +189,6 @@ export function suitePassed(verdict: SuiteVerdict): boolean {
 }
 
 
-/** The human report of one suite: one line per check, details only where something disagrees. */
-export function formatSuite(verdict: SuiteVerdict): string {
-  const lines: string[] = [];
-  const { suite } = verdict;
-  lines.push(`${suitePassed(verdict) ? '✔' : '✖'} ${suite.name}  (grammar ${basename(suite.grammar)}, tokenizer ${suite.tokenizer})`);
-  if (verdict.rollouts.length) {
-    const agreeing = verdict.rollouts.filter((item) => item.disagreements.length === 0).length;
-    const tokens = verdict.rollouts.reduce((sum, item) => sum + item.tokens, 0);
-    const wrong = verdict.rollouts.reduce((sum, item) => sum + item.disagreements.reduce((s, run) => s + run.end - run.start, 0), 0);
-    lines.push(`  rollouts      ${agreeing}/${verdict.rollouts.length} equal the mask built by construction (${tokens - wrong}/${tokens} tokens)`);
-    for (const item of verdict.rollouts) for (const run of item.disagreements) lines.push(`    ✖ ${formatDisagreement(item.id, run, 'construction')}`);
-  }
-  if (verdict.retokenized.length) {
-    const straddles = verdict.retokenized.reduce((sum, item) => sum + item.straddles, 0);
-    lines.push(`  retokenized   ${verdict.retokenized.length} rollouts re-encoded in one piece: ${straddles} straddling tokens reported, no crash`);
-  }
-  if (verdict.trajectories.length) {
-    const agreeing = verdict.trajectories.reduce((sum, item) => sum + item.agreeing, 0);
-    const total = verdict.trajectories.reduce((sum, item) => sum + item.total, 0);
-    const datums = verdict.trajectories.reduce((sum, item) => sum + item.datums.length, 0);
-    const agreeingDatums = verdict.trajectories.reduce((sum, item) => sum + item.datums.filter((datum) => datum.agree).length, 0);
-    lines.push(`  merge         ${agreeingDatums}/${datums} datums of ${verdict.trajectories.length} trajectories agree with the transition merge (${agreeing}/${total} target tokens)`);
-    for (const trajectory of verdict.trajectories) {
-      for (const split of trajectory.splits) {
-        lines.push(`    ↳ ${String(trajectory.id)}: split at transition ${split.transition}, token ${split.position}: sequence so far ${clip(split.expected, 40)}, new observation ${clip(split.actual, 40)}; ${trajectory.cost.trainedTokens} tokens trained as ${trajectory.datums.length} datums vs ${trajectory.cost.mergedTokens} merged`);
-      }
-      for (const datum of trajectory.datums) for (const run of datum.disagreements) {
-        lines.push(`    ✖ ${formatDisagreement(`${String(trajectory.id)} datum ${datum.datum}`, run, 'merge')}`);
-      }
-    }
-  }
-  for (const error of verdict.errors) lines.push(`    ✖ ${error}`);
-  return lines.join('\n');
-}
-
 /** `tagmask samples`: mask each suite's rollouts into out/, then prove it. */
 export async function maskSamples(suites: Suite[], outDir: string, log: (line: string) => void): Promise<boolean> {
   let passed = true;
@@ -195,7 +200,7 @@ export async function maskSamples(suites: Suite[], outDir: string, log: (line: s
       const output = join(outDir, `${suite.name}.masks.jsonl`);
       const started = performance.now();
       const summary = await runRollouts(pool, suite.rollouts, output, 'mask', log);
-      log(`${suite.name}: ${formatSummary(summary, 'mask')} → ${output} in ${(performance.now() - started).toFixed(0)} ms`);
+      log(`${suite.name}: ${formatRunSummary(summary, 'mask')} → ${output} in ${(performance.now() - started).toFixed(0)} ms`);
       if (summary.failed) passed = false;
     }
     const verdict = await proveSuite(suite, pool);

@@ -1,0 +1,21 @@
+/**
+ * The checks every input reader shares: what an object is, and what a token id is. One id bound for all
+ * readers (mask, check, merge, suites): ids are unsigned 32-bit, as the scanner's Uint32Array holds them;
+ * whether an id is in the vocabulary is the scanner's question.
+ */
+
+export const MAX_TOKEN_ID = 0xffffffff;
+
+export const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A JSON array of token ids, or an error naming `field` (a JSON path) and the index. */
+export function tokenArray(value: unknown, field: string): number[] {
+  if (!Array.isArray(value)) throw new Error(`${field}: expected an array of token ids`);
+  for (let i = 0; i < value.length; i++) {
+    const id = value[i];
+    if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > MAX_TOKEN_ID) {
+      throw new Error(`${field}[${i}]: expected a token id (an integer from 0 to ${MAX_TOKEN_ID}), got ${JSON.stringify(id)}`);
+    }
+  }
+  return value as number[];
+}

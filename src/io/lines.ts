@@ -1,0 +1,71 @@
+/**
+ * Output lines: masks, check verdicts, datums and errors, one JSON object per line; ids written back as
+ * they came, or the line fails.
+ */
+import type { MaskResult } from '../masker.ts';
+import type { Diagnostic } from '../diagnostics.ts';
+import type { Disagreement, Frame } from '../conformance.ts';
+import type { JsonlWriter } from './jsonl.ts';
+
+/** A thrown value's message, whatever was thrown. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** `id` as JSON; throws (a line error) when it cannot be written, e.g. nested thousands of levels deep. */
+export function idJson(id: unknown): string {
+  try {
+    return JSON.stringify(id ?? null) ?? 'null';
+  } catch (error) {
+    throw new Error(`"id" cannot be written back as JSON (${messageOf(error)})`);
+  }
+}
+
+/** The id itself when it can be written as JSON, else null. */
+export function writable(id: unknown): unknown {
+  try { idJson(id); return id; } catch { return null; }
+}
+
+/** The output line of a failed input line. Never throws: an id that cannot be written becomes null. */
+export function errorLine(id: unknown, line: number, message: string): string {
+  return `{"id":${JSON.stringify(writable(id) ?? null)},"line":${line},"error":${JSON.stringify(message)}}\n`;
+}
+
+/** The id of a line that failed validation, if it can still be read. */
+export function idOf(text: string): unknown {
+  try {
+    const value = JSON.parse(text);
+    return typeof value === 'object' && value !== null ? (value as { id?: unknown }).id ?? null : null;
+  } catch {
+    return null;
+  }
+}
+
+const tagJson = new Map<string, string>();
+
+/** The output line, written piece by piece: the same JSON as JSON.stringify, without building the object twice. `id` is already JSON. */
+export function writeMaskLine(writer: JsonlWriter, id: string, result: MaskResult) {
+  writer.write(`{"id":${id},"mask":`);
+  writer.writeMask(result.mask);
+  let spans = ',"spans":[';
+  let first = true;
+  for (const span of result.spans) {
+    let tag = tagJson.get(span.tag);
+    if (tag === undefined) { tag = JSON.stringify(span.tag); tagJson.set(span.tag, tag); }
+    const attrs = span.attrs ? `,"attrs":${JSON.stringify(span.attrs)}` : '';
+    spans += `${first ? '' : ','}{"role":"${span.role}","tag":${tag},"start":${span.start},"end":${span.end}${attrs}}`;
+    first = false;
+    // A rollout with a million spans: hand them over in pieces rather than as one huge string.
+    if (spans.length > 1 << 16) { writer.write(spans); spans = ''; }
+  }
+  writer.write(`${spans}],"diagnostics":[`);
+  const diagnostics = result.diagnostics;
+  for (let i = 0; i < diagnostics.length; i++) writer.write(`${i ? ',' : ''}${JSON.stringify(diagnostics[i])}`);
+  writer.write(']}\n');
+}
+
+/** `check`'s verdict line; `id` is already JSON. */
+export function writeCheckLine(writer: JsonlWriter, id: string, tokens: number, frame: Frame, disagreements: Disagreement[], diagnostics: Diagnostic[]) {
+  const verdict = JSON.stringify({ agree: disagreements.length === 0, tokens, frame, disagreements, diagnostics });
+  writer.write(`{"id":${id},${verdict.slice(1)}\n`);
+}

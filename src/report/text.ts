@@ -1,0 +1,109 @@
+/**
+ * Words for people: one line per diagnostic, grammar issue, lint finding, disagreement, split; the summary
+ * of a run and the report of a suite. Pure functions of records (no I/O), so the CLI, the HTML report and
+ * tests lay out the same records the same way. The words of each code come from src/diagnostics.ts.
+ */
+import { basename } from 'node:path';
+import type { Diagnostic } from '../diagnostics.ts';
+import type { LocatedIssue } from '../grammar/load.ts';
+import type { LiteralFinding } from '../grammar/lint.ts';
+import type { Disagreement } from '../conformance.ts';
+import type { ExtensionCost, ExtensionSplit } from '../merge.ts';
+import type { RunSummary, Mode } from '../run.ts';
+import { suitePassed, type SuiteVerdict } from '../suites.ts';
+import { textOf, type ByteTable } from '../tokenizer/table.ts';
+
+/** `severity code at token N: message`. */
+export function formatDiagnostic(item: Diagnostic): string {
+  return `${item.severity} ${item.code} at token ${item.token}: ${item.message}`;
+}
+
+/** `file:line:column: severity code at path: message`. */
+export function formatIssue(issue: LocatedIssue): string {
+  return `${issue.file}:${issue.place.line}:${issue.place.column}: ${issue.severity} ${issue.code}${issue.path ? ` at ${issue.path}` : ''}: ${issue.message}`;
+}
+
+/** A lint finding about a grammar file's literal. */
+export function formatFinding(file: string, finding: LiteralFinding): string {
+  return `${file}: ${finding.severity} ${finding.code} at ${finding.path}: ${finding.message}`;
+}
+
+export function formatGrammarTotals(file: string, errors: number, warnings: number): string {
+  return `${file}: ${errors} error(s), ${warnings} warning(s)`;
+}
+
+/** Text shortened for a report line, JSON-quoted. */
+export const clip = (text: string, length = 60) => JSON.stringify(text.length > length ? `${text.slice(0, length)}…` : text);
+
+/**
+ * One disagreement for people: class, token range, both sides by name, what it means for training, and
+ * the decoded text around it. `side` names the mask under audit: `given` in check, `construction` or
+ * `merge` in conformance; tagmask's side is always `protocol`.
+ */
+export function formatDisagreement(id: unknown, run: Disagreement, side = 'given'): string {
+  return `${String(id)}: ${run.class} tokens [${run.start}, ${run.end}) ${side} ${run.given}, protocol ${run.protocol}: ${side === 'given' ? 'the given mask' : `the ${side}'s mask`} ${run.direction}: …${clip(run.before, 30)} ⟦${clip(run.text, 60)}⟧ ${clip(run.after, 30)}…`;
+}
+
+/** Said when a mask one shorter than the tokens is read in target space, so nobody reads its indices off by one. */
+export function formatFrame(id: unknown, maskLength: number, tokenCount: number): string {
+  return `${String(id)}: the mask has ${maskLength} values for ${tokenCount} tokens, read in target space (frame "targets": mask[i] is for token i + 1); token ranges below count tokens`;
+}
+
+/**
+ * A merge split: where the observation stops extending the sequence, both sides (decoded with `table`), the
+ * cost. `idJson` is the trajectory's id as JSON.
+ */
+export function formatSplit(idJson: string, split: ExtensionSplit, cost: ExtensionCost, datums: number, table?: ByteTable): string {
+  const show = (ids: number[]) => (table ? JSON.stringify(textOf(table, ids.filter((token) => token < table.size))) : `[${ids.join(',')}]`);
+  return `split: trajectory ${idJson} starts a new datum at transition ${split.transition}: at token ${split.position} the sequence so far has ${show(split.expected)}, the new observation ${show(split.actual)}; ${cost.trainedTokens} tokens trained as ${datums} datums instead of ${cost.mergedTokens} merged`;
+}
+
+/** One line after a `mask`/`check` run. */
+export function formatRunSummary(summary: RunSummary, mode: Mode): string {
+  const share = summary.tokens ? ((100 * summary.actionTokens) / summary.tokens).toFixed(1) : '0.0';
+  const codes = [...summary.diagnostics].sort((a, b) => b[1] - a[1]).map(([code, count]) => `${code}×${count}`).join(', ');
+  const parts = [`${summary.rollouts} rollouts masked (${summary.tokens} tokens, ${share}% action)`];
+  if (mode === 'check') {
+    parts.push(`${summary.rollouts - summary.disagreeing} agree, ${summary.disagreeing} disagree`);
+    for (const [direction, runs] of summary.directions) parts.push(`${runs} run(s) where the given mask ${direction}`);
+    if (summary.targetFrame) parts.push(`${summary.targetFrame} mask(s) one shorter than their tokens, read in target space`);
+  }
+  if (summary.failed) parts.push(`${summary.failed} failed`);
+  if (codes) parts.push(`diagnostics: ${codes}`);
+  return parts.join('; ');
+}
+
+/** The human report of one suite: one line per check, details only where something disagrees. */
+export function formatSuite(verdict: SuiteVerdict): string {
+  const lines: string[] = [];
+  const { suite } = verdict;
+  lines.push(`${suitePassed(verdict) ? '✔' : '✖'} ${suite.name}  (grammar ${basename(suite.grammar)}, tokenizer ${suite.tokenizer})`);
+  if (verdict.rollouts.length) {
+    const agreeing = verdict.rollouts.filter((item) => item.disagreements.length === 0).length;
+    const tokens = verdict.rollouts.reduce((sum, item) => sum + item.tokens, 0);
+    const wrong = verdict.rollouts.reduce((sum, item) => sum + item.disagreements.reduce((s, run) => s + run.end - run.start, 0), 0);
+    lines.push(`  rollouts      ${agreeing}/${verdict.rollouts.length} equal the mask built by construction (${tokens - wrong}/${tokens} tokens)`);
+    for (const item of verdict.rollouts) for (const run of item.disagreements) lines.push(`    ✖ ${formatDisagreement(item.id, run, 'construction')}`);
+  }
+  if (verdict.retokenized.length) {
+    const straddles = verdict.retokenized.reduce((sum, item) => sum + item.straddles, 0);
+    lines.push(`  retokenized   ${verdict.retokenized.length} rollouts re-encoded in one piece: ${straddles} straddling tokens reported, no crash`);
+  }
+  if (verdict.trajectories.length) {
+    const agreeing = verdict.trajectories.reduce((sum, item) => sum + item.agreeing, 0);
+    const total = verdict.trajectories.reduce((sum, item) => sum + item.total, 0);
+    const datums = verdict.trajectories.reduce((sum, item) => sum + item.datums.length, 0);
+    const agreeingDatums = verdict.trajectories.reduce((sum, item) => sum + item.datums.filter((datum) => datum.agree).length, 0);
+    lines.push(`  merge         ${agreeingDatums}/${datums} datums of ${verdict.trajectories.length} trajectories agree with the transition merge (${agreeing}/${total} target tokens)`);
+    for (const trajectory of verdict.trajectories) {
+      for (const split of trajectory.splits) {
+        lines.push(`    ↳ ${String(trajectory.id)}: split at transition ${split.transition}, token ${split.position}: sequence so far ${clip(split.expected, 40)}, new observation ${clip(split.actual, 40)}; ${trajectory.cost.trainedTokens} tokens trained as ${trajectory.datums.length} datums vs ${trajectory.cost.mergedTokens} merged`);
+      }
+      for (const datum of trajectory.datums) for (const run of datum.disagreements) {
+        lines.push(`    ✖ ${formatDisagreement(`${String(trajectory.id)} datum ${datum.datum}`, run, 'merge')}`);
+      }
+    }
+  }
+  for (const error of verdict.errors) lines.push(`    ✖ ${error}`);
+  return lines.join('\n');
+}
