@@ -3,7 +3,7 @@
  *
  *  - floor: `mask[i] = lut[ids[i]]`, one table lookup and one store per token. Nothing that reads every
  *    id can be faster than this; it is the memory-bandwidth / lookup floor.
- *  - naive: what one would write without a byte scanner (feasibility.md §4): per rollout, concatenate the
+ *  - naive: what one would write without a byte scanner (docs/measurements.md §4): per rollout, concatenate the
  *    token pieces into a byte buffer, view it as a latin1 string, find the prompt end with indexOf and the
  *    observation envelopes with a regex, then give mask 0 to every token overlapping an observation byte.
  *    It is a speed reference, not a correct masker (it ignores the protocol: a model-written

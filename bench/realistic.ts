@@ -15,7 +15,7 @@
  * tokenized on its own), so the expected mask is known by construction, never derived from tags.
  * Half the rollouts state `prompt_length`, half leave the masker to find the assistant header.
  *
- * Numbers aimed at (shared/research/feasibility.md §4): ~700 tokens per rollout, ~130–145 prompt tokens,
+ * Numbers aimed at (docs/measurements.md §4): ~700 tokens per rollout, ~130–145 prompt tokens,
  * ~86 % of response tokens observation, ~5 % of tokens holding a `<` byte.
  */
 import { createHash } from 'node:crypto';

@@ -32,7 +32,7 @@ import { checkCliOutput, writeCorpusJsonl } from './jsonl.ts';
 import { fmt, interleave, median, now, table, type Timed } from './timing.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-/** The lookup floor measured on the machine the targets were set on (shared/research/feasibility.md §4). */
+/** The lookup floor measured on the machine the targets were set on (docs/measurements.md §4). */
 const FEASIBILITY_FLOOR = 568;
 
 // ── arguments ──────────────────────────────────────────────────────────────────────────────────────

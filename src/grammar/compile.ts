@@ -3,7 +3,7 @@
  * here, the byte automata in automata.ts.
  *
  * The xstate machine is the single definition of the protocol: who may write next, which kind a span
- * has, which diagnostics a step raises. xstate costs ~3–16 µs per event (feasibility.md §5), so the
+ * has, which diagnostics a step raises. xstate costs ~3–16 µs per event (docs/measurements.md §5), so the
  * scanner never calls it: at compile time every reachable state is enumerated with xstate's own pure
  * `transition()`, and what each state can hear (`snapshot.can`) becomes a byte automaton for that state.
  */

@@ -4,7 +4,7 @@
  * Matching tags on bytes (not ids, not per-token `decode`) is what lets the scanner see `<think>`
  * whether it is one added token (Qwen3) or three text tokens (Llama-3), and keeps offsets right when
  * a character (emoji, CJK) is split across tokens. Per-token `decode` would turn those halves into
- * U+FFFD and is 100–400× slower (shared/research/feasibility.md §2–3).
+ * U+FFFD and is 100–400× slower (docs/measurements.md §2–3).
  */
 
 export const KNOWN = 1;
