@@ -240,7 +240,8 @@ export function mainHelp(commands: readonly CommandSpec[], version: string): str
 
 /** `--set key=value` (value: an integer or `null`). */
 export function optionSets(items: string[]): OptionValues {
-  const options: OptionValues = {};
+  // No prototype: `--set __proto__=1` or `constructor=1` is an option name like any other (and unknown).
+  const options: OptionValues = Object.create(null);
   for (const item of items) {
     const match = /^([\w-]+)=(.*)$/.exec(item);
     if (!match) throw new UsageError(`--set ${item}: expected key=value`);

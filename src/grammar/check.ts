@@ -53,7 +53,7 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
 
   for (const [name, tag] of Object.entries(grammar.tags)) {
     tag.contains.forEach((inner, index) => {
-      if (!(inner in grammar.tags)) add('unknown-tag', `${joinPath('tags', name)}.contains[${index}]`, { name: inner });
+      if (!Object.hasOwn(grammar.tags, inner)) add('unknown-tag', `${joinPath('tags', name)}.contains[${index}]`, { name: inner });
     });
   }
 
@@ -63,7 +63,7 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
   grammar.handovers.forEach((handover, index) => {
     const path = `handovers[${index}]`;
     if (handover.after_tag !== undefined) {
-      const tag = grammar.tags[handover.after_tag];
+      const tag = Object.hasOwn(grammar.tags, handover.after_tag) ? grammar.tags[handover.after_tag] : undefined;
       if (!tag) add('unknown-tag', `${path}.after_tag`, { name: handover.after_tag, known: tags });
       else if (!tag.close.length) add('tag-without-close', `${path}.after_tag`, { name: handover.after_tag });
       if (handoverTags.has(handover.after_tag)) add('duplicate-handover', `${path}.after_tag`, { name: handover.after_tag });
@@ -75,7 +75,7 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
     }
     handover.replies.forEach((reply, replyIndex) => {
       referenced.add(reply);
-      if (!(reply in grammar.replies)) add('unknown-reply', `${path}.replies[${replyIndex}]`, { name: reply, known: Object.keys(grammar.replies) });
+      if (!Object.hasOwn(grammar.replies, reply)) add('unknown-reply', `${path}.replies[${replyIndex}]`, { name: reply, known: Object.keys(grammar.replies) });
     });
   });
 
@@ -93,7 +93,7 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
     if (reply.reopens && (reply.open === undefined || reply.close === undefined)) add('reply-shape', `${path}.reopens`, { rule: 'reopens-without-envelope' });
     if (reply.interrupts && reply.text === undefined) add('reply-shape', `${path}.interrupts`, { rule: 'interrupt-not-text' });
     if (!reply.interrupts && !referenced.has(name)) add('unreachable-reply', path, { name });
-    if (typeof reply.max_tokens === 'string' && !(reply.max_tokens.slice(1) in grammar.options)) {
+    if (typeof reply.max_tokens === 'string' && !Object.hasOwn(grammar.options, reply.max_tokens.slice(1))) {
       add('unknown-option', `${path}.max_tokens`, { name: reply.max_tokens.slice(1), known: options });
     }
     if (reply.ends_before !== undefined && !modelLiterals(grammar).some((item) => item.literal === reply.ends_before)) {
@@ -108,7 +108,7 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
       ...reply.close_then_optional_when.map((option, index): [string | undefined, string] => [option, `${joinPath('replies', name)}.close_then_optional[${index}]`]),
     ])];
   for (const [option, path] of optionUses) {
-    if (option !== undefined && !(option in grammar.options)) add('unknown-option', path, { name: option, known: options });
+    if (option !== undefined && !Object.hasOwn(grammar.options, option)) add('unknown-option', path, { name: option, known: options });
   }
 
   // One literal inside another makes the shorter one fire first and hide the longer: reject it.

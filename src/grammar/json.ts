@@ -75,7 +75,8 @@ export function parseLocated(text: string): LocatedJson {
         skipSpace();
         if (text[at] !== ':') fail('expected ":"');
         at++;
-        object[key] = parseValue(joinPath(path, key));
+        // Defined, not assigned: a key named "__proto__" is an ordinary property, as JSON.parse makes it.
+        Object.defineProperty(object, key, { value: parseValue(joinPath(path, key)), enumerable: true, writable: true, configurable: true });
         skipSpace();
         if (text[at] === ',') { at++; continue; }
         if (text[at] === '}') { at++; return object; }

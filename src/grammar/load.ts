@@ -2,7 +2,7 @@
  * Find, read, validate and compile a grammar. A grammar with any error never reaches the scanner;
  * every problem is reported as `file:line:column  path  message`.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { BUNDLED_GRAMMARS } from '../paths.ts';
 import { checkGrammar, grammarIssue, type GrammarIssue } from './check.ts';
@@ -31,11 +31,22 @@ export function bundledGrammarNames(): string[] {
 }
 
 /** A bundled grammar's name (`search-r1`) or a path to a grammar file. */
+/** A grammar is a few kilobytes; anything far larger is not one. */
+const MAX_GRAMMAR_BYTES = 1 << 24;
+
 export function resolveGrammarPath(spec: string, from = process.cwd()): string {
+  if (spec.trim() === '') throw new Error(`no grammar given (bundled: ${bundledGrammarNames().join(', ')}; or give a file path)`);
   const bundled = resolve(BUNDLED_GRAMMARS, `${spec}.json`);
   if (/^[\w-]+$/.test(spec) && existsSync(bundled)) return bundled;
   const path = resolve(from, spec);
-  if (existsSync(path)) return path;
+  if (existsSync(path)) {
+    // A folder, a device (/dev/zero would never end) or a pipe is not a grammar file.
+    const stat = statSync(path);
+    if (stat.isDirectory()) throw new Error(`grammar ${spec} is a folder: give a grammar JSON file`);
+    if (!stat.isFile()) throw new Error(`grammar ${spec} is not a regular file`);
+    if (stat.size > MAX_GRAMMAR_BYTES) throw new Error(`grammar ${spec} is ${stat.size} bytes; a grammar file is at most ${MAX_GRAMMAR_BYTES}`);
+    return path;
+  }
   throw new Error(`grammar not found: ${spec} (bundled: ${bundledGrammarNames().join(', ')}; or give a file path)`);
 }
 

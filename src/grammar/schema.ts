@@ -97,6 +97,19 @@ export interface ReplySpec {
 
 export interface ShapeIssue { path: string; message: string }
 
+/** Largest token budget: budgets are held in Int32Array (a larger number would wrap, 2^32 + 1 acting as 1). */
+export const MAX_BUDGET = 2 ** 31 - 1;
+
+/**
+ * Why `value` is not a value of this option (undefined when it is): one of its `values`, else null or an
+ * integer from 1 to MAX_BUDGET. The one rule for grammar defaults, `--set` and a line's own `options`.
+ */
+export function optionValueProblem(spec: Pick<OptionSpec, 'values'>, value: unknown): string | undefined {
+  if (spec.values) return spec.values.includes(value as number | null) ? undefined : `expected ${spec.values.map((item) => JSON.stringify(item)).join(' or ')}, got ${JSON.stringify(value)}`;
+  if (value === null || (typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= MAX_BUDGET)) return undefined;
+  return `expected null or an integer from 1 to ${MAX_BUDGET}, got ${JSON.stringify(value)}`;
+}
+
 /** Built-in options every grammar has; a grammar may change their defaults. */
 export const BUILTIN_OPTIONS: Record<string, OptionSpec> = {
   straddle: {
@@ -183,7 +196,9 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
   const description = typeof value.description === 'string' ? value.description : undefined;
   const sources = strings(value, 'sources', '');
 
-  const options: Record<string, OptionSpec> = {};
+  // Records keyed by names the grammar chooses have no prototype: `constructor` or `toString` is never found
+  // in them unless the grammar declares it.
+  const options: Record<string, OptionSpec> = Object.create(null);
   for (const [key, spec] of Object.entries(BUILTIN_OPTIONS)) options[key] = { ...spec };
   if (value.options !== undefined) {
     if (!isObject(value.options)) issue('options', 'expected an object of options');
@@ -194,8 +209,19 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
       if (!('default' in spec)) { issue(path, 'option has no default'); continue; }
       const fallback = spec.default;
       if (fallback !== null && typeof fallback !== 'number') { issue(`${path}.default`, 'expected a number or null'); continue; }
-      const values = Array.isArray(spec.values) ? spec.values as Array<number | null> : options[key]?.values;
-      if (values && !values.includes(fallback)) issue(`${path}.default`, `must be one of ${JSON.stringify(values)}`);
+      const builtin = Object.hasOwn(BUILTIN_OPTIONS, key) ? BUILTIN_OPTIONS[key] : undefined;
+      let values = builtin?.values;
+      if (spec.values !== undefined) {
+        if (!Array.isArray(spec.values) || spec.values.length === 0) { issue(`${path}.values`, 'expected a non-empty array of integers (or null)'); continue; }
+        const bad = spec.values.findIndex((item) => item !== null && !(typeof item === 'number' && Number.isInteger(item) && item >= 0 && item <= MAX_BUDGET));
+        if (bad >= 0) { issue(`${path}.values[${bad}]`, `expected an integer from 0 to ${MAX_BUDGET}, or null`); continue; }
+        // straddle and after_end are written into the mask: anything but 0 and 1 would be a mask value of 7.
+        const outside = builtin ? spec.values.findIndex((item) => !builtin.values!.includes(item)) : -1;
+        if (outside >= 0) { issue(`${path}.values[${outside}]`, `${key} is a mask value: only ${JSON.stringify(builtin!.values)}`); continue; }
+        values = spec.values as Array<number | null>;
+      }
+      const problem = optionValueProblem({ values }, fallback);
+      if (problem) issue(`${path}.default`, problem);
       options[key] = { default: fallback, description: typeof spec.description === 'string' ? spec.description : options[key]?.description, values };
     }
   }
@@ -209,7 +235,7 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
     prompt = { ends_after: strings(value.prompt, 'ends_after', 'prompt'), then_optional: optional.texts, optional_when: optionalWhen, then_optional_when: optional.when };
   }
 
-  const tags: Record<string, TagSpec> = {};
+  const tags: Record<string, TagSpec> = Object.create(null);
   if (value.tags !== undefined && !isObject(value.tags)) issue('tags', 'expected an object of tags');
   else for (const [key, spec] of Object.entries((value.tags ?? {}) as Record<string, Json>)) {
     const path = joinPath('tags', key);
@@ -246,7 +272,7 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
     });
   });
 
-  const replies: Record<string, ReplySpec> = {};
+  const replies: Record<string, ReplySpec> = Object.create(null);
   if (value.replies !== undefined && !isObject(value.replies)) issue('replies', 'expected an object of replies');
   else for (const [key, spec] of Object.entries((value.replies ?? {}) as Record<string, Json>)) {
     const path = joinPath('replies', key);
@@ -271,9 +297,9 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
     }
     const budget = spec.max_tokens;
     if (budget !== undefined) {
-      if (typeof budget === 'number' && Number.isInteger(budget) && budget > 0) reply.max_tokens = budget;
+      if (typeof budget === 'number' && Number.isInteger(budget) && budget > 0 && budget <= MAX_BUDGET) reply.max_tokens = budget;
       else if (typeof budget === 'string' && /^\$\w+$/.test(budget)) reply.max_tokens = budget;
-      else issue(`${path}.max_tokens`, 'expected a positive integer or "$option"');
+      else issue(`${path}.max_tokens`, `expected an integer from 1 to ${MAX_BUDGET} or "$option"`);
     }
     replies[key] = reply;
   }

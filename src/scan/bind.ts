@@ -9,7 +9,7 @@
 import type { CompiledGrammar, Role } from '../grammar/compile.ts';
 import { buildDfa, interruptTrigger, type Dfa } from '../grammar/automata.ts';
 import { modelLiterals } from '../grammar/check.ts';
-import type { Grammar } from '../grammar/schema.ts';
+import { optionValueProblem, type Grammar } from '../grammar/schema.ts';
 import { KNOWN, type ByteTable } from '../tokenizer/table.ts';
 import { buildScanView } from '../tokenizer/special.ts';
 
@@ -150,14 +150,14 @@ function newMemo(): Memo {
 
 /** The grammar's defaults with `overrides` applied; throws on an unknown option or a value it does not take. */
 export function resolveOptions(grammar: CompiledGrammar, overrides: OptionValues): OptionValues {
-  const options: OptionValues = {};
-  for (const [name, spec] of Object.entries(grammar.grammar.options)) options[name] = spec.default;
+  // No prototype, and only the grammar's own options: `constructor` or `__proto__` is an unknown name.
+  const options: OptionValues = Object.create(null);
+  const specs = grammar.grammar.options;
+  for (const [name, spec] of Object.entries(specs)) options[name] = spec.default;
   for (const [name, value] of Object.entries(overrides)) {
-    const spec = grammar.grammar.options[name];
-    if (!spec) throw new Error(`unknown option "${name}" for grammar ${grammar.grammar.name} (options: ${Object.keys(grammar.grammar.options).join(', ')})`);
-    if (spec.values ? !spec.values.includes(value) : value !== null && !(Number.isInteger(value) && value > 0)) {
-      throw new Error(`option ${name}=${JSON.stringify(value)}: expected ${spec.values ? spec.values.map((item) => JSON.stringify(item)).join(' or ') : 'a positive integer or null'}`);
-    }
+    if (!Object.hasOwn(specs, name)) throw new Error(`unknown option "${name}" for grammar ${grammar.grammar.name} (options: ${Object.keys(specs).join(', ')})`);
+    const problem = optionValueProblem(specs[name], value);
+    if (problem) throw new Error(`option ${name}: ${problem}`);
     options[name] = value;
   }
   return options;

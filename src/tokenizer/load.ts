@@ -80,7 +80,7 @@ export interface TransformersTokenizer {
   apply_chat_template(messages: unknown[], options?: Record<string, unknown>): unknown;
 }
 
-const TABLE_FORMAT = 'tagmask-byte-table-1';
+const TABLE_FORMAT = 'tagmask-byte-table-2';
 
 /** Where `spec` may be: the path itself, then (for a bare name) installed packages, from `from` upwards. */
 function candidatesFrom(spec: string, from: string): string[] {
@@ -244,12 +244,18 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
   const engine = () => (built ??= new Engine(parse(), readConfig(path), path));
   let reference: Promise<TransformersTokenizer> | undefined;
 
-  let table = cacheFile ? readCachedTable(cacheFile) : undefined;
+  // The cache is found by the files' stat, and used only if it was built from these very bytes and is itself intact.
+  const source = cacheFile ? sourceDigest(path) : '';
+  let table = cacheFile ? readCachedTable(cacheFile, source) : undefined;
   if (!table) {
     // Building the engine first means a file it cannot read is rejected here, with its message.
     engine();
-    table = buildByteTable(parse());
-    if (cacheFile) writeCachedTable(cacheFile, table);
+    try {
+      table = buildByteTable(parse());
+    } catch (error) {
+      throw new Error(`${path}: ${(error as Error).message}`);
+    }
+    if (cacheFile) writeCachedTable(cacheFile, table, source);
   }
   return {
     path,
@@ -276,29 +282,43 @@ async function buildTransformersTokenizer(json: TokenizerJson, config: Record<st
   }
 }
 
-// Cache file: 4-byte header length, JSON header, then the three arrays (offsets 4-byte aligned).
-function writeCachedTable(file: string, table: ByteTable): void {
+/** SHA-256 of what a table is built from: tokenizer.json and, if present, tokenizer_config.json. */
+function sourceDigest(path: string): string {
+  const hash = createHash('sha256').update(readFileSync(path));
+  const config = join(dirname(path), 'tokenizer_config.json');
+  hash.update(existsSync(config) ? Buffer.concat([Buffer.from([0]), readFileSync(config)]) : '-');
+  return hash.digest('hex');
+}
+
+const payloadDigest = (parts: Uint8Array[]) => parts.reduce((hash, part) => hash.update(part), createHash('sha256')).digest('hex');
+
+// Cache file: 4-byte header length, JSON header (format, sizes, the source's digest and the payload's),
+// then the three arrays (offsets 4-byte aligned).
+function writeCachedTable(file: string, table: ByteTable, source: string): void {
   try {
     mkdirSync(dirname(file), { recursive: true });
-    const header = Buffer.from(JSON.stringify({ format: TABLE_FORMAT, size: table.size, bytes: table.pieces.length, encoding: table.encoding }));
+    const payload = [new Uint8Array(table.offsets.buffer, table.offsets.byteOffset, table.offsets.byteLength), table.flags, table.pieces];
+    const header = Buffer.from(JSON.stringify({ format: TABLE_FORMAT, size: table.size, bytes: table.pieces.length, encoding: table.encoding, source, payload: payloadDigest(payload) }));
     const headerLength = Buffer.alloc(4);
     headerLength.writeUInt32LE(header.length);
     const pad = Buffer.alloc((4 - ((4 + header.length) % 4)) % 4);
     const tmp = `${file}.${process.pid}.tmp`;
-    writeFileSync(tmp, Buffer.concat([headerLength, header, pad, Buffer.from(table.offsets.buffer, table.offsets.byteOffset, table.offsets.byteLength), table.flags, table.pieces]));
+    writeFileSync(tmp, Buffer.concat([headerLength, header, pad, ...payload]));
     renameSync(tmp, file);
   } catch {
     // A read-only home is no reason to fail: the cache only saves time.
   }
 }
 
-function readCachedTable(file: string): ByteTable | undefined {
+/** The cached table, or undefined when it is missing, of another format, built from other bytes, or corrupted. */
+function readCachedTable(file: string, source: string): ByteTable | undefined {
   if (!existsSync(file)) return undefined;
   try {
     const buffer = readFileSync(file);
     const headerLength = buffer.readUInt32LE(0);
-    const header = JSON.parse(buffer.subarray(4, 4 + headerLength).toString('utf8')) as { format: string; size: number; bytes: number; encoding: PieceEncoding };
-    if (header.format !== TABLE_FORMAT) return undefined;
+    const header = JSON.parse(buffer.subarray(4, 4 + headerLength).toString('utf8')) as { format: string; size: number; bytes: number; encoding: PieceEncoding; source: string; payload: string };
+    if (header.format !== TABLE_FORMAT || header.source !== source) return undefined;
+    if (!(Number.isSafeInteger(header.size) && header.size >= 0 && Number.isSafeInteger(header.bytes) && header.bytes >= 0)) return undefined;
     let at = 4 + headerLength;
     at += (4 - (at % 4)) % 4;
     const offsets = new Uint32Array(header.size + 1);
@@ -307,7 +327,8 @@ function readCachedTable(file: string): ByteTable | undefined {
     const flags = new Uint8Array(buffer.subarray(at, at + header.size));
     at += header.size;
     const pieces = new Uint8Array(buffer.subarray(at, at + header.bytes));
-    if (pieces.length !== header.bytes || offsets[header.size] !== header.bytes) return undefined;
+    if (pieces.length !== header.bytes || flags.length !== header.size || offsets[header.size] !== header.bytes) return undefined;
+    if (payloadDigest([new Uint8Array(offsets.buffer), flags, pieces]) !== header.payload) return undefined;
     return { size: header.size, pieces, offsets, flags, encoding: header.encoding };
   } catch {
     return undefined;

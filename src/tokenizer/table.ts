@@ -67,12 +67,32 @@ const SENTENCEPIECE_SPACE = '\u2581';
 const BYTE_FALLBACK = /^<0x([0-9A-Fa-f]{2})>$/;
 
 function vocabEntries(json: TokenizerJson): Array<[string, number]> {
-  const vocab = json.model.vocab;
+  const vocab = json.model.vocab as unknown;
   if (Array.isArray(vocab)) {
     // Unigram models list [piece, score] pairs; the id is the position.
-    return vocab.map(([piece], id) => [piece, id]);
+    return vocab.map((entry, id) => {
+      if (!Array.isArray(entry) || typeof entry[0] !== 'string') throw new Error(`model.vocab[${id}]: expected [piece, score]`);
+      return [entry[0], id];
+    });
   }
-  return Object.entries(vocab);
+  if (typeof vocab !== 'object' || vocab === null) throw new Error('model.vocab: expected an object of piece → id, or a list of [piece, score]');
+  const entries = Object.entries(vocab as Record<string, unknown>);
+  for (const [piece, id] of entries) {
+    if (!isId(id)) throw new Error(`model.vocab[${JSON.stringify(piece)}]: id ${JSON.stringify(id)} is not an integer from 0 to ${MAX_ID}`);
+  }
+  return entries as Array<[string, number]>;
+}
+
+/** Ids index typed arrays sized by the largest id: they must be small non-negative integers. */
+const MAX_ID = 2 ** 31 - 2;
+const isId = (id: unknown): id is number => typeof id === 'number' && Number.isInteger(id) && id >= 0 && id <= MAX_ID;
+
+/**
+ * Tables are as long as the largest id. Real vocabularies are dense (gaps only among added tokens, or a
+ * toy vocabulary of a few hundred ids): a few ids spread over billions would allocate gigabytes for nothing.
+ */
+function checkDensity(size: number, count: number): void {
+  if (size > 16 * count + (1 << 16)) throw new Error(`ids are sparse: ${count} tokens spread over ids 0..${size - 1}; such a table is not built`);
 }
 
 /** Build the byte table from a parsed `tokenizer.json`. */
@@ -82,10 +102,17 @@ export function buildByteTable(json: TokenizerJson): ByteTable {
   }
   const encoding = pieceEncodingOf(json);
   const entries = vocabEntries(json);
-  const added = json.added_tokens ?? [];
+  const added = (json.added_tokens ?? []) as unknown[];
+  if (!Array.isArray(added)) throw new Error('added_tokens: expected a list');
+  added.forEach((token, index) => {
+    const { id, content } = (token ?? {}) as { id?: unknown; content?: unknown };
+    if (!isId(id)) throw new Error(`added_tokens[${index}]: id ${JSON.stringify(id)} is not an integer from 0 to ${MAX_ID}`);
+    if (typeof content !== 'string') throw new Error(`added_tokens[${index}]: content must be a string`);
+  });
   let size = 0;
   for (const [, id] of entries) if (id + 1 > size) size = id + 1;
-  for (const token of added) if (token.id + 1 > size) size = token.id + 1;
+  for (const token of added as AddedTokenJson[]) if (token.id + 1 > size) size = token.id + 1;
+  checkDensity(size, entries.length + added.length);
 
   const bytesOf: Array<Uint8Array | undefined> = new Array(size);
   const flags = new Uint8Array(size);
@@ -96,7 +123,7 @@ export function buildByteTable(json: TokenizerJson): ByteTable {
     flags[id] = KNOWN;
   }
   // Added tokens are matched on their content before the model runs, so their bytes are the content itself.
-  for (const token of added) {
+  for (const token of added as AddedTokenJson[]) {
     bytesOf[token.id] = utf8.encode(token.content);
     flags[token.id] = KNOWN | (token.special ? SPECIAL : 0);
   }

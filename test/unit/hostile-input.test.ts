@@ -1,0 +1,148 @@
+/**
+ * Input that tries to be what it is not: prototype names (`constructor`, `toString`, `__proto__`) as
+ * options, tags and replies; numbers that do not fit (a budget of 2^32 + 1 in an Int32Array, a default of
+ * 2.5, a straddle of 7); tokenizer.json files with string, negative or sparse ids; a byte-table cache that
+ * is corrupted or stale; grammar paths that are empty, folders or endless devices. Each gets the same kind
+ * of located error as any other wrong name or number, never a crash and never a silent wrong answer.
+ */
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync, copyFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { buildByteTable, checkGrammarFile, loadGrammar, loadTokenizer, Masker } from '../../src/index.ts';
+import { resolveGrammarPath } from '../../src/grammar/load.ts';
+import { optionSets } from '../../src/commands/args.ts';
+import { readOptions } from '../../src/io/rollout.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'tagmask-hostile-input-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const ROOT = new URL('../../', import.meta.url).pathname;
+const searchR1 = JSON.parse(readFileSync(join(ROOT, 'grammars/search-r1.json'), 'utf8'));
+const TUTORIAL_TOKENIZER = join(ROOT, 'samples/tutorial-404/tokenizer.json');
+
+let counter = 0;
+function grammarFile(edit: (grammar: any) => void): string {
+  const grammar = structuredClone(searchR1);
+  edit(grammar);
+  const file = join(dir, `grammar-${++counter}.json`);
+  writeFileSync(file, JSON.stringify(grammar, null, 2));
+  return file;
+}
+const errorsOf = (file: string) => checkGrammarFile(file).issues.filter((issue) => issue.severity === 'error');
+
+describe('prototype names are names like any other', () => {
+  const compiled = loadGrammar('search-r1');
+  const table = buildByteTable(JSON.parse(readFileSync(TUTORIAL_TOKENIZER, 'utf8')));
+
+  it.each(['constructor', 'toString', '__proto__', 'hasOwnProperty', 'valueOf'])('option %s (from --set or a line) is an unknown option', (name) => {
+    expect(() => new Masker(compiled, table, optionSets([`${name}=1`]))).toThrow(`unknown option "${name}"`);
+    expect(() => new Masker(compiled, table, readOptions(JSON.parse(`{"${name}": 1}`)))).toThrow(`unknown option "${name}"`);
+  });
+
+  it('--set __proto__=1 keeps the name (it is not swallowed as a prototype)', () => {
+    expect(Object.keys(optionSets(['__proto__=1']))).toEqual(['__proto__']);
+  });
+
+  it('a grammar naming an undeclared constructor / toString / __proto__ gets a located unknown-tag or unknown-reply error', () => {
+    const cases: Array<[(grammar: any) => void, string, string]> = [
+      [(g) => { g.tags.think.contains = ['constructor']; }, 'unknown-tag', 'tags.think.contains[0]'],
+      [(g) => { g.handovers[0].replies = ['toString']; }, 'unknown-reply', 'handovers[0].replies[0]'],
+      [(g) => { g.handovers[0] = { after_tag: '__proto__', replies: [] }; }, 'unknown-tag', 'handovers[0].after_tag'],
+      [(g) => { g.replies.information.max_tokens = '$constructor'; }, 'unknown-option', 'replies.information.max_tokens'],
+    ];
+    for (const [edit, code, path] of cases) {
+      const errors = errorsOf(grammarFile(edit));
+      expect(errors.map((issue) => [issue.code, issue.path])).toEqual([[code, path]]);
+      expect(errors[0].place.line).toBeGreaterThan(1);
+    }
+  });
+});
+
+describe('numbers are what they say', () => {
+  const compiled = loadGrammar('search-r1');
+  const table = buildByteTable(JSON.parse(readFileSync(TUTORIAL_TOKENIZER, 'utf8')));
+  const bind = (options: Record<string, number | null>) => new Masker(compiled, table, options);
+
+  it('budgets fit an Int32Array: 2^31 - 1 is taken, 2^31 and 2^32 + 1 are errors (they used to wrap: 2^32 + 1 acted as 1)', () => {
+    expect(bind({ max_obs_tokens: 2 ** 31 - 1 }).bound.budgets[0]).toBe(2 ** 31 - 1);
+    for (const value of [2 ** 31, 2 ** 32 + 1, 2.5, 0, -1]) expect(() => bind({ max_obs_tokens: value }), String(value)).toThrow(/max_obs_tokens: expected null or an integer from 1 to 2147483647/);
+    for (const value of [7, 2, -1, 0.5]) expect(() => bind({ after_end: value })).toThrow(/after_end: expected 0 or 1/);
+  });
+
+  it('grammar defaults and values are checked where they are written', () => {
+    const cases: Array<[any, string]> = [
+      [{ max_obs_tokens: { default: 2.5 } }, 'options.max_obs_tokens.default'],
+      [{ max_obs_tokens: { default: -1 } }, 'options.max_obs_tokens.default'],
+      [{ max_obs_tokens: { default: 4294967297 } }, 'options.max_obs_tokens.default'],
+      [{ after_end: { default: 7 } }, 'options.after_end.default'],
+      [{ straddle: { default: 1, values: [0, 1, 2] } }, 'options.straddle.values[2]'],
+      [{ max_obs_tokens: { default: 1, values: [1, 0.5] } }, 'options.max_obs_tokens.values[1]'],
+      [{ max_obs_tokens: { default: 1, values: [] } }, 'options.max_obs_tokens.values'],
+    ];
+    for (const [options, path] of cases) {
+      const errors = errorsOf(grammarFile((g) => { g.options = options; }));
+      expect(errors.map((issue) => issue.path), JSON.stringify(options)).toEqual([path]);
+    }
+    const budget = errorsOf(grammarFile((g) => { g.replies.information.max_tokens = 4294967297; }));
+    expect(budget.map((issue) => issue.path)).toEqual(['replies.information.max_tokens']);
+  });
+});
+
+describe('tokenizer.json ids and the byte-table cache', () => {
+  const tutorial = () => JSON.parse(readFileSync(TUTORIAL_TOKENIZER, 'utf8'));
+
+  it('string, negative, fractional or sparse ids are rejected with the entry named', () => {
+    const bad: Array<[(json: any) => void, RegExp]> = [
+      [(json) => { json.model.vocab[Object.keys(json.model.vocab)[1]] = '5'; }, /model\.vocab\[".*"\]: id "5" is not an integer/],
+      [(json) => { json.model.vocab[Object.keys(json.model.vocab)[1]] = -3; }, /id -3 is not an integer/],
+      [(json) => { json.model.vocab[Object.keys(json.model.vocab)[1]] = 1.5; }, /id 1\.5 is not an integer/],
+      [(json) => { json.added_tokens[1].id = '201'; }, /added_tokens\[1\]: id "201" is not an integer/],
+      [(json) => { json.model.vocab[Object.keys(json.model.vocab)[1]] = 2_000_000_000; }, /ids are sparse/],
+    ];
+    for (const [edit, message] of bad) {
+      const json = tutorial();
+      edit(json);
+      expect(() => buildByteTable(json)).toThrow(message);
+    }
+    // The tutorial's own toy vocabulary (16 tokens over ids 0..601) is sparse but small: built.
+    expect(buildByteTable(tutorial()).size).toBe(602);
+  });
+
+  it('a corrupted cache is rebuilt, never used; a cache built from other bytes (same size, time and inode) is not used', async () => {
+    const folder = mkdtempSync(join(dir, 'tok-'));
+    const cache = mkdtempSync(join(dir, 'cache-'));
+    const file = join(folder, 'tokenizer.json');
+    copyFileSync(TUTORIAL_TOKENIZER, file);
+    const previous = process.env.TAGMASK_CACHE;
+    process.env.TAGMASK_CACHE = cache;
+    try {
+      const fresh = (await loadTokenizer(file)).table;
+      const [cached] = readdirSync(cache);
+      const bytes = readFileSync(join(cache, cached));
+      // Flip one byte of the pieces (the end of the file).
+      bytes[bytes.length - 2] ^= 0xff;
+      writeFileSync(join(cache, cached), bytes);
+      const again = (await loadTokenizer(file)).table;
+      expect(Buffer.from(again.pieces).equals(Buffer.from(fresh.pieces))).toBe(true);
+      expect(readFileSync(join(cache, cached)).equals(bytes)).toBe(false); // rewritten
+
+      // Same length, same modification time, same inode: only the bytes differ ("<unk>" → "<UNK>").
+      const { mtime, atime } = statSync(file);
+      writeFileSync(file, readFileSync(file, 'utf8').replace('"<unk>"', '"<UNK>"'));
+      utimesSync(file, atime, mtime);
+      const changed = (await loadTokenizer(file)).table;
+      expect(new TextDecoder().decode(changed.pieces.subarray(changed.offsets[0], changed.offsets[1]))).toBe('<UNK>');
+    } finally {
+      if (previous === undefined) delete process.env.TAGMASK_CACHE;
+      else process.env.TAGMASK_CACHE = previous;
+    }
+  });
+});
+
+describe('grammar paths', () => {
+  it("'' , a folder and /dev/zero are clear errors, never EISDIR and never a hang", () => {
+    expect(() => resolveGrammarPath('')).toThrow(/no grammar given/);
+    expect(() => resolveGrammarPath(dir)).toThrow(/is a folder/);
+    expect(() => resolveGrammarPath('/dev/zero')).toThrow(/not a regular file/);
+  });
+});
