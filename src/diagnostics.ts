@@ -60,6 +60,9 @@ export interface DiagnosticArgs {
   tokenizer?: string;
   counts?: Array<{ tokenizer: string; count: number }>;
   merges?: string[];
+  /** The special tokens a literal holds in one tokenizer (matched by id), or per tokenizer. */
+  specials?: Array<{ text: string; id: number }>;
+  specialsBy?: Array<{ tokenizer: string; specials: string[] }>;
   /** The input fields a rollout was read from (text and message shapes). */
   fields?: string[];
 }
@@ -129,7 +132,15 @@ export const CODES = {
   // Lint: literals against tokenizers.
   'literal-tokens': { family: 'lint', severity: 'info', message: (a) => `[${a.tokenizer}] ${q(a.literal)} is ${tokens(a.literals?.length ?? 0)}: ${(a.literals ?? []).map(q).join(' ')}` },
   'boundary-merge': { family: 'lint', severity: 'warning', message: (a) => `[${a.tokenizer}] ${q(a.literal)} starts or ends a role, and BPE merges it with its neighbour: ${(a.merges ?? []).join('; ')}. A stream re-tokenized in one piece gets straddling tokens there` },
-  'token-count-differs': { family: 'lint', severity: 'warning', message: (a) => `${q(a.literal)} is ${(a.counts ?? []).map((item) => `${tokens(item.count)} in ${item.tokenizer}`).join(', ')}: match it on bytes, never on ids` },
+  'literal-special': {
+    family: 'lint', severity: 'info', message: (a) => (a.specials?.length
+      ? `[${a.tokenizer}] ${q(a.literal)} holds the special token${a.specials.length === 1 ? '' : 's'} ${a.specials.map((item) => `${q(item.text)} (id ${item.id})`).join(', ')}: matched by id only, so the same characters spelled out as ordinary tokens are text${a.specials.map((item) => item.text).join('') === a.literal ? '' : '; the rest of it matches on bytes'}`
+      : `[${a.tokenizer}] ${q(a.literal)} holds no special token: matched on bytes`),
+  },
+  'special-differs': {
+    family: 'lint', severity: 'warning', message: (a) => `${q(a.literal)} is read differently by these tokenizers: ${(a.specialsBy ?? []).map((item) => `${item.tokenizer}: ${item.specials.length ? `special ${item.specials.map(q).join(', ')} (by id)` : 'text (bytes)'}`).join('; ')}. Where it is special, only the token id matches; where it is text, the spelled-out characters do`,
+  },
+  'token-count-differs': { family: 'lint', severity: 'warning', message: (a) => `${q(a.literal)} is ${(a.counts ?? []).map((item) => `${tokens(item.count)} in ${item.tokenizer}`).join(', ')}: a grammar names it by its text, never by one id` },
   // Conformance: a disagreement run is `mask-mismatch`, or `straddling-token` when every token of it straddles.
   'mask-mismatch': { family: 'conformance', severity: 'error', message: (a) => `tokens from ${a.token} get different masks` },
 } satisfies Record<string, CodeSpec>;

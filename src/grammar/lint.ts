@@ -10,6 +10,7 @@ import { relative } from 'node:path';
 import type { Grammar } from './schema.ts';
 import type { LoadedTokenizer } from '../tokenizer/load.ts';
 import { textOf } from '../tokenizer/table.ts';
+import { cutLiteral, specialTokens } from '../tokenizer/special.ts';
 import { messageOf, severityOf, type DiagnosticArgs, type LintCode, type Severity } from '../diagnostics.ts';
 
 export interface LiteralFinding {
@@ -45,7 +46,11 @@ export function grammarLiterals(grammar: Grammar): GrammarLiteral[] {
     tag.open.forEach((literal, i) => add(tag.open.length === 1 ? `${joinPath('tags', name)}.open` : `${joinPath('tags', name)}.open[${i}]`, literal, false, false));
     tag.close.forEach((literal, i) => add(tag.close.length === 1 ? `${joinPath('tags', name)}.close` : `${joinPath('tags', name)}.close[${i}]`, literal, false, handoverTags.has(name)));
   }
-  grammar.handovers.forEach((handover, i) => { if (handover.after) add(`handovers[${i}].after`, handover.after, false, true); });
+  grammar.handovers.forEach((handover, i) => {
+    if (handover.after) add(`handovers[${i}].after`, handover.after, false, true);
+    handover.model_continues.forEach((literal, at) => add(`handovers[${i}].model_continues[${at}]`, literal, false, false));
+  });
+  grammar.headers.forEach((literal, i) => add(`headers[${i}]`, literal, true, true));
   for (const [name, reply] of Object.entries(grammar.replies)) {
     if (reply.open !== undefined) add(`${joinPath('replies', name)}.open`, reply.open, true, false);
     if (reply.close !== undefined) add(`${joinPath('replies', name)}.close`, reply.close, false, true);
@@ -73,7 +78,17 @@ const label = (tokenizer: LoadedTokenizer) => relative(process.cwd(), tokenizer.
 export async function lintLiterals(grammar: Grammar, tokenizers: LoadedTokenizer[]): Promise<LiteralFinding[]> {
   const encoders = tokenizers.map((tokenizer) => (text: string) => (text ? tokenizer.encode(text) : []));
   const findings: LiteralFinding[] = [];
+  const specials = tokenizers.map((tokenizer) => specialTokens(tokenizer.table));
   for (const { path, literal, roleEdgeAtStart, roleEdgeAtEnd } of grammarLiterals(grammar)) {
+    // Which parts match by id (special tokens of that tokenizer) and which on bytes.
+    const specialsBy = tokenizers.map((tokenizer, t) => ({
+      tokenizer: label(tokenizer),
+      parts: cutLiteral(literal, specials[t]).flatMap((part) => ('special' in part ? [{ text: part.special, id: part.id }] : [])),
+    }));
+    for (const item of specialsBy) findings.push(finding('literal-special', path, { tokenizer: item.tokenizer, literal, specials: item.parts }));
+    if (new Set(specialsBy.map((item) => item.parts.map((part) => part.text).join('\u0000'))).size > 1) {
+      findings.push(finding('special-differs', path, { literal, specialsBy: specialsBy.map((item) => ({ tokenizer: item.tokenizer, specials: item.parts.map((part) => part.text) })) }));
+    }
     const counts: number[] = [];
     tokenizers.forEach((tokenizer, t) => {
       const encode = encoders[t];

