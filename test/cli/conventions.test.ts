@@ -34,7 +34,10 @@ describe('version and help', { timeout: 60_000 }, () => {
   });
 
   it('every command has --help and -h with usage, flags, examples and the exit codes, exit 0', () => {
-    for (const command of COMMANDS) {
+    // the commands --help lists, so a command added later is held to this too
+    const listed = tagmask(['--help']).stdout.split('Commands:\n')[1].split('\n\n')[0].split('\n').map((line) => line.trim().split(/ {2,}/)[0]);
+    expect(listed).toEqual(expect.arrayContaining(COMMANDS));
+    for (const command of listed) {
       for (const flag of ['--help', '-h']) {
         const run = tagmask([...command.split(' '), flag]);
         expect(run.code, `${command} ${flag}`).toBe(0);
