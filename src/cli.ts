@@ -27,7 +27,7 @@ import { lintLiterals } from './grammar/lint.ts';
 import { loadTokenizer, resolveTokenizerPath } from './tokenizer/load.ts';
 import { SEVERITY, type DiagnosticCode, type Severity } from './diagnostics.ts';
 import { PACKAGE_ROOT } from './paths.ts';
-import { formatBytes, HtmlReport, writeHtmlReport } from './report/html.ts';
+import { checkHtmlTarget, formatBytes, HtmlReport, writeHtmlReport } from './report/html.ts';
 
 type Command = CommandSpec;
 
@@ -77,6 +77,7 @@ function rolloutCommand(name: 'mask' | 'check'): Command {
       const pool = await MaskerPool.open(await grammarOf(args), args.required('tokenizer'), optionSets(args.list('set')));
       announceStdin(args.input(), name, 'rollouts (JSONL)');
       const htmlFile = mask ? undefined : args.string('html');
+      if (htmlFile) checkHtmlTarget(htmlFile);
       const html = htmlFile ? new HtmlReport({ title: `tagmask check: ${args.input() === '-' ? 'stdin' : args.input()}`, command: commandLine(), side: 'given' }) : undefined;
       const progress = new ProgressLine(inputSize(args.input()));
       // A message clears the progress line first; the next update draws it again below.
@@ -180,6 +181,7 @@ const COMMANDS: Command[] = [
       const color = useColor(process.stdout, { color: args.boolean('color'), noColor: args.boolean('no-color') });
       announceStdin(input, 'show', 'rollouts (JSONL)');
       const htmlFile = args.string('html');
+      if (htmlFile) checkHtmlTarget(htmlFile);
       const html = htmlFile ? new HtmlReport({ title: `tagmask show: ${input === '-' ? 'stdin' : input}`, command: commandLine() }) : undefined;
       const where = input === '-' ? '<stdin>' : input;
       let shown = 0;
@@ -254,6 +256,7 @@ const COMMANDS: Command[] = [
     async run(args) {
       const json = args.boolean('json');
       const htmlFile = args.string('html');
+      if (htmlFile) checkHtmlTarget(htmlFile);
       const html = htmlFile ? new HtmlReport({ title: 'tagmask conformance', command: commandLine(), side: 'audited' }) : undefined;
       let passed = true;
       for (const suite of suitesToRun(args.positionals)) {

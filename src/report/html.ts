@@ -13,7 +13,8 @@
  * every network request.
  */
 import { createHash } from 'node:crypto';
-import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { MaskResult } from '../index.ts';
 import type { Disagreement, DisagreementClass, Direction, Frame } from '../conformance.ts';
@@ -276,6 +277,23 @@ function runLengths(mask: ArrayLike<number>): number[] {
   }
   runs.push(length);
   return runs;
+}
+
+/**
+ * Fail before any work when the page could not be written: the folder must exist and be writable, and the
+ * file must not be a folder.
+ */
+export function checkHtmlTarget(file: string): void {
+  const folder = dirname(resolve(file));
+  try {
+    if (!statSync(folder).isDirectory()) throw new Error('not a folder');
+    accessSync(folder, constants.W_OK);
+  } catch (error) {
+    throw new Error(`--html ${file}: cannot write in ${folder} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+  let target;
+  try { target = statSync(file); } catch { return; }
+  if (target.isDirectory()) throw new Error(`--html ${file}: is a folder`);
 }
 
 /** Write the page to `file` through a temporary file renamed into place: the file is complete or absent. Returns its size in bytes. */

@@ -3,6 +3,7 @@
  * so a token text that could end the data block or inject markup shows up as a parse error, an extra
  * element or data that no longer round-trips. What the page shows is tested in chromium (test/browser).
  */
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parse, type DefaultTreeAdapterMap } from 'parse5';
@@ -90,5 +91,14 @@ describe('HTML report markup', () => {
     const compressed = buildReport(1, true).render();
     const data = /<script type="application\/json" id="tagmask-data" data-encoding="gzip-base64">([^<]*)<\/script>/.exec(compressed);
     expect(data?.[1]).toMatch(/^[A-Za-z0-9+/]+=*$/);
+  });
+});
+
+describe('--html target', () => {
+  it('a page that cannot be written stops the command before it reads anything: exit 2, the folder named', () => {
+    const run = spawnSync(process.execPath, ['bin/tagmask.js', 'show', '--grammar', 'search-r1', '--tokenizer', QWEN, 'samples/search-r1-qwen3/rollouts.jsonl', '--html', '/nonexistent-folder/page.html'], { cwd: ROOT, encoding: 'utf8' });
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain('--html /nonexistent-folder/page.html: cannot write in /nonexistent-folder (ENOENT)');
+    expect(run.stdout).toBe('');
   });
 });
