@@ -121,8 +121,9 @@ function v3Cases(native: boolean): FamilyCase[] {
     },
     {
       id: 'd-v3-thinking-as-text',
-      note: 'V3 template, the model writes <think>…</think> itself (R1-style reasoning; with the V3 tokenizer <think> is ordinary text): all action.',
+      note: 'V3 template, the model writes <think>…</think> itself (R1-style reasoning; with the V3 tokenizer <think> is ordinary text): all action. The stream alone cannot tell this <think> right after <｜Assistant｜> from a template\'s prefill, so the line sets think_prefill=0 (the V3 template has none).',
       pieces: new V3Chat([user('Is 91 prime?')]).sample('<think>\n91 = 7 × 13.\n</think>\n\nNo: 91 = 7 × 13.').pieces,
+      options: { think_prefill: 0 },
     },
     {
       id: 'e-v3-padding',

@@ -15,7 +15,7 @@
  * `<|start|>assistant` (mask 0), each completion as the sampler returns it, stop token included (mask 1), and
  * each environment reply: the messages the environment adds, then the next `<|start|>assistant` (mask 0).
  * The stream keeps what was sampled: a `<|return|>` stays `<|return|>` here although the spec re-renders it
- * as `<|end|>` in history (that re-rendering is in the tinker fixtures, test/unit/tinker-renderers.test.ts).
+ * as `<|end|>` in history (that re-rendering is in the tinker fixtures, test/unit/tinker-harmony-deepseek.test.ts).
  *
  * harmony-qwen3 writes the same text tokenized by Qwen3, where every Harmony marker is ordinary text.
  */

@@ -41,6 +41,11 @@ export interface GrammarTables {
   /** Per handover, the headers the model may sample right after it. */
   modelContinues: Uint8Array[][];
   /**
+   * Per handover, per `model_continues` literal: it is itself a handover literal (DeepSeek's end token after
+   * `<｜tool▁calls▁end｜>`), so the model's automaton hears it again and its own handover follows.
+   */
+  modelContinuesHandsOver: boolean[][];
+  /**
    * Per automaton, per id: 1 when the token is known and none of its bytes can start a literal, so the
    * scanner may pass it with one lookup. Unknown ids read 0 (or undefined past the end): the scanner
    * stops on them and reports them, which is how every id gets checked without a pass of its own.
@@ -114,6 +119,7 @@ function buildTables(grammar: CompiledGrammar, table: ByteTable): GrammarTables 
     promptOptional: grammar.promptOptionalText.map(encode),
     headers: grammar.headers.map(encode),
     modelContinues: grammar.handovers.map((handover) => handover.modelContinues.map(encode)),
+    modelContinuesHandsOver: grammar.grammar.handovers.map((handover) => handover.model_continues.map((literal) => grammar.grammar.handovers.some((other) => other.after === literal))),
   };
   const { size, pieces, offsets, flags } = view.table;
   // One pass over all pieces: which automata can each token's bytes start?

@@ -101,12 +101,15 @@ function atHandover(c: Cursor, info: StateInfo): boolean {
   // Order: the model's own header (gpt-oss `<|end|><|start|>assistant`: its turn goes on), then the template's
   // header (before the replies, so a reply that opens with a bare `<|start_header_id|>` never takes it), then
   // the replies in the grammar's order.
-  for (const literal of c.bound.modelContinues[info.handover]) {
-    if (matchForward(c, c.padStart, token, offset, literal)) {
+  const continues = c.bound.modelContinues[info.handover];
+  for (let i = 0; i < continues.length; i++) {
+    if (matchForward(c, c.padStart, token, offset, continues[i])) {
       const endToken = c.atToken;
       const endOffset = c.atOffset;
       enter(c, fire(c, event.modelContinues, token), token, offset);
-      c.moveTo(endToken, endOffset);
+      // A literal that is itself a handover (the end token after a tool-call block) is heard again by the model.
+      if (c.bound.modelContinuesHandsOver[info.handover][i]) c.moveTo(token, offset);
+      else c.moveTo(endToken, endOffset);
       return true;
     }
   }

@@ -73,7 +73,13 @@ function segmentsOf(grammar: CompiledGrammar, eventType: string, state: { reply?
     // A template header: never the model's, wherever it stands (after a handover, or inside a model turn).
     case 'HEADER': return [{ text: spec.headers[Number(name)], role: 0 }];
     // The model samples the next header itself right after the handover literal (gpt-oss): its own text.
-    case 'MODEL_CONTINUES': return [{ text: spec.handovers[state.handover!].model_continues[0] + FILLER, role: 1 }];
+    case 'MODEL_CONTINUES': {
+      const literal = spec.handovers[state.handover!].model_continues[0];
+      // A literal that is itself a stop token (DeepSeek's end token after its tool-call block) hands over again:
+      // the model writes nothing after it.
+      const stops = spec.handovers.some((handover) => handover.after === literal && handover.model_stops);
+      return [{ text: stops ? literal : literal + FILLER, role: 1 }];
+    }
     case 'END': return [];
     default: throw new Error(`no text for event ${eventType}`);
   }
