@@ -80,6 +80,9 @@ try {
   // 3. The library: plain Node ESM, and a strict NodeNext TypeScript consumer.
   const plain = run(process.execPath, ['consumer.js'], app);
   check('plain Node ESM: import { createMasker } from \'tagmask\'', plain.code === 0 && plain.stdout.trim() === expectedMask.join(''), `${plain.stdout}${plain.stderr}`.trim());
+  // transformers is an optional peer, not installed here: tagmask works without it and says what to install to get it.
+  const peer = run(process.execPath, ['--input-type=module', '-e', "import { loadTokenizer } from 'tagmask'; const t = await loadTokenizer('my-tokenizer'); console.log(t.encode('What is 2+3?').length); await t.transformers().catch((e) => console.log(e.message));"], app);
+  check('without @huggingface/transformers: encode works, transformers() says what to install', peer.code === 0 && /^\d+\n.*npm install @huggingface\/transformers/.test(peer.stdout), `${peer.stdout}${peer.stderr}`.trim());
   writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({
     compilerOptions: {
       module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true, skipLibCheck: false,

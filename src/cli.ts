@@ -347,10 +347,21 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (first.startsWith('-')) throw new UsageError(`unknown flag ${first}${suggest(first, ['--help', '--version']) || '; a command comes first, its flags after it'}`);
+  const group = COMMANDS.filter((command) => command.name.startsWith(`${first} `));
+  if (group.length && (argv[1] === '--help' || argv[1] === '-h')) {
+    process.stdout.write(group.map((command) => commandHelp(command)).join('\n'));
+    return 0;
+  }
   const { command, rest } = findCommand(argv);
   const args: Args = parseCommand(command, rest);
   if (args.boolean('help')) { process.stdout.write(commandHelp(command)); return 0; }
-  return command.run(args);
+  try {
+    return await command.run(args);
+  } catch (error) {
+    // A usage error found while running (a bad --set value) names the command too.
+    if (error instanceof UsageError && !error.command) throw new UsageError(error.message, command.name);
+    throw error;
+  }
 }
 
 // A reader that closes stdout early (`tagmask conformance | head`) is not an error: stop quietly.

@@ -46,8 +46,11 @@ describe('version and help', { timeout: 60_000 }, () => {
         expect(run.stdout).toMatch(/^ {2}2 {2}usage or set-up error/m);
       }
     }
-    // `help COMMAND` is the same text
+    // `help COMMAND` is the same text; a group's --help shows its subcommands
     expect(tagmask(['help', 'mask']).stdout).toBe(tagmask(['mask', '--help']).stdout);
+    const group = tagmask(['grammar', '--help']);
+    expect(group.code).toBe(0);
+    expect(group.stdout).toContain('Usage: tagmask grammar check');
   });
 
   it('--help lists every command', () => {
@@ -76,6 +79,8 @@ describe('usage errors: one line, a did-you-mean, a pointer to --help, exit 2', 
     [['mask', '--grammar', 'search-r1', '--tokenizer', QWEN, 'a.jsonl', 'b.jsonl'], 'tagmask mask: too many arguments: "b.jsonl" (give [IN.jsonl|-]) (see tagmask mask --help)'],
     [['grammar', 'chek', 'x.json'], 'tagmask grammar check: unknown subcommand "grammar chek"; did you mean check? (see tagmask grammar check --help)'],
     [['show', '--colour'], 'tagmask show: unknown flag --colour; did you mean --color? (see tagmask show --help)'],
+    [['mask', '--grammar', 'search-r1', '--tokenizer', QWEN, '--set', 'max_obs_tokens'], 'tagmask mask: --set max_obs_tokens: expected key=value (see tagmask mask --help)'],
+    [['grammar'], 'tagmask grammar check: grammar needs a subcommand: check (see tagmask grammar check --help)'],
   ];
   for (const [args, message] of cases) {
     it(args.join(' '), () => {
