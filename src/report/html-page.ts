@@ -36,7 +36,8 @@ button { font: inherit; color: inherit; background: var(--panel); border: 1px so
 button:hover { border-color: var(--focus); }
 :focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
 #summary .tables { display: flex; flex-wrap: wrap; gap: 0.8rem 2rem; align-items: flex-start; }
-#summary .totals td:last-child { max-width: 32rem; }
+#summary .totals td:last-child { max-width: 24rem; }
+#summary caption { white-space: nowrap; }
 table { border-collapse: collapse; }
 caption { text-align: left; font-weight: 600; padding-bottom: 0.2rem; }
 th, td { border-bottom: 1px solid var(--line); padding: 0.2rem 0.6rem 0.2rem 0; text-align: left; vertical-align: top; }
@@ -51,7 +52,9 @@ td:nth-child(n+2) { font-variant-numeric: tabular-nums; }
 #list { list-style: none; padding: 0; margin: 0; }
 #list li button { width: 100%; text-align: left; display: flex; justify-content: space-between; gap: 0.5rem; border: 1px solid transparent; background: transparent; }
 #list li button[aria-current=true] { background: var(--act-bg); border-color: var(--act-line); }
-#list .rid { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+#list .rid, #list .grp { display: block; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+#list .rlabel { min-width: 0; }
+#list .grp { font-size: 0.8em; color: var(--muted); }
 .badges { white-space: nowrap; color: var(--muted); }
 .b-up { color: var(--up); } .b-down { color: var(--down); } .b-diag { color: var(--diag); } .b-err { color: var(--up); font-weight: 700; }
 .pager { display: flex; justify-content: space-between; align-items: center; margin-top: 0.4rem; gap: 0.3rem; }
@@ -337,8 +340,13 @@ export const PAGE_SCRIPT = String.raw`(function () {
         button.setAttribute('data-index', String(index));
         if (index === current) button.setAttribute('aria-current', 'true');
         var name = el('span', 'rid', r.i === '' ? '(no id)' : r.i);
-        if (r.g !== undefined) name.title = data.groups[r.g];
-        button.appendChild(name);
+        if (r.g !== undefined && data.groups.length > 1) {
+          // the same id can come from several suites: say which
+          var label = el('span', 'rlabel');
+          label.appendChild(name);
+          label.appendChild(el('span', 'grp', data.groups[r.g]));
+          button.appendChild(label);
+        } else button.appendChild(name);
         button.appendChild(badges(r));
         button.addEventListener('click', onPick);
         item.appendChild(button);
