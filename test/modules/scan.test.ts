@@ -1,0 +1,136 @@
+/**
+ * The scanner and binding on a tiny hand-made tokenizer (kit.ts): each protocol step, option binding,
+ * reentrancy, maskBatch's arguments. Expectations by construction: pieces encoded on their own.
+ */
+import { describe, expect, it } from 'vitest';
+import { Masker } from '../../src/masker.ts';
+import { bind, grammarTables } from '../../src/scan/bind.ts';
+import { MaskerPool } from '../../src/suites.ts';
+import { encode, piecewise, SEARCH, table } from './kit.ts';
+
+const PROMPT: [string, 0] = ['Q: who?\nGo:\n', 0];
+
+describe('scanner steps', () => {
+  const masker = new Masker(SEARCH, table);
+
+  it('a handover followed by its reply envelope, then the model again, then padding', () => {
+    const { tokens, mask } = piecewise([PROMPT, ['<t>hm</t><s>who</s>', 1], ['\n\n<o>doc <s> x</o>\n\n', 0], ['<a>him</a>', 1], ['<|pad|><|pad|>', 0]]);
+    const result = masker.mask(tokens);
+    expect(Array.from(result.mask)).toEqual(mask);
+    expect(result.diagnostics).toEqual([]);
+    // No text between </t> and <s>: the model's plain-text kind holds no token there, so it has no span.
+    expect(result.spans.map((span) => span.tag)).toEqual(['prompt', 't', 's', 'obs', 'a', 'trailing']);
+  });
+
+  it('an interrupting fixed text inside a turn is the environment\'s; the same words elsewhere are not', () => {
+    const { tokens, mask } = piecewise([PROMPT, ['just words', 1], ['\nBAD ACTION.\n', 0], ['<a>x</a>', 1]]);
+    expect(Array.from(masker.mask(tokens).mask)).toEqual(mask);
+    const partial = piecewise([PROMPT, ['says BAD ACTION but not all of it <a>x</a>', 1]]);
+    expect(Array.from(masker.mask(partial.tokens).mask)).toEqual(partial.mask);
+  });
+
+  it('a reply cut by its budget: the model writes again from the next token, noted reply-truncated', () => {
+    // The reply "\n\n<o>do" is 7 tokens in this vocabulary: a budget of 7 ends it there.
+    const cut = new Masker(SEARCH, table, { obs_budget: 7 });
+    const { tokens, mask } = piecewise([PROMPT, ['<s>q</s>', 1], ['\n\n<o>do', 0], ['<a>y</a>', 1]]);
+    const result = cut.mask(tokens);
+    expect(Array.from(result.mask)).toEqual(mask);
+    expect(result.diagnostics.map((item) => item.code)).toEqual(['reply-truncated']);
+    expect(result.diagnostics[0].message).toContain('obs_budget');
+  });
+
+  it('without a budget the same stream is an unclosed reply that names the option to set', () => {
+    const { tokens } = piecewise([PROMPT, ['<s>q</s>', 1], ['\n\n<o>do', 0], ['<a>y</a>', 1]]);
+    const found = masker.mask(tokens).diagnostics.find((item) => item.code === 'unclosed-reply');
+    expect(found?.message).toContain('--set obs_budget=N');
+  });
+
+  it('a token holding bytes of both sides straddles, takes the straddle value, and says which sides in order', () => {
+    // One piece: "</s>" then "\n\n<o>" encodes ">\n\n" as one token across the handover.
+    const tokens = encode('Q: who?\nGo:\n<s>q</s>\n\n<o>doc</o>\n\n<a>z</a>');
+    const straddler = tokens.indexOf(encode('>\n\n')[0]);
+    for (const straddle of [0, 1] as const) {
+      const result = new Masker(SEARCH, table, { straddle }).mask(tokens);
+      const found = result.diagnostics.filter((item) => item.code === 'straddling-token');
+      expect(found.map((item) => item.token)).toContain(straddler);
+      expect(result.mask[straddler]).toBe(straddle);
+      expect(found.find((item) => item.token === straddler)!.message).toContain('action then observation');
+    }
+  });
+
+  it('no prompt end and no prompt_length: every token is prompt, one no-prompt-end error', () => {
+    const result = masker.mask(encode('no header here <a>x</a>'));
+    expect(Array.from(result.mask).every((value) => value === 0)).toBe(true);
+    expect(result.diagnostics.map((item) => item.code).sort()).toEqual(['no-action', 'no-prompt-end']);
+  });
+
+  it('an id outside the vocabulary stops the rollout with its token index', () => {
+    const tokens = [...encode('Q\nGo:\nab'), 9999, ...encode('c')];
+    expect(() => masker.mask(tokens)).toThrow(/token 8: id 9999/);
+  });
+});
+
+describe('binding', () => {
+  it('option sets share the grammar × tokenizer tables; only small arrays differ', () => {
+    const a = bind(SEARCH, table, { obs_budget: 5 });
+    const b = bind(SEARCH, table, { obs_budget: 7 });
+    expect(a.skip).toBe(b.skip);
+    expect(a.memo).toBe(b.memo);
+    expect(a.isPadding).toBe(grammarTables(SEARCH, table).isPadding);
+    expect(Array.from(a.budgets)).not.toEqual(Array.from(b.budgets));
+  });
+
+  it('rejects an unknown option or a value it does not take', () => {
+    expect(() => bind(SEARCH, table, { obs_budjet: 5 })).toThrow(/unknown option "obs_budjet"/);
+    expect(() => bind(SEARCH, table, { obs_budget: -1 })).toThrow(/obs_budget/);
+  });
+
+  it('MaskerPool keeps at most MAX_OPTION_SETS option sets, the most recently used', () => {
+    const pool = new MaskerPool(SEARCH, { table } as never, {});
+    const first = pool.get({ obs_budget: 1 });
+    expect(pool.get({ obs_budget: 1 })).toBe(first);
+    for (let budget = 2; budget <= MaskerPool.MAX_OPTION_SETS + 1; budget++) pool.get({ obs_budget: budget });
+    // The oldest was dropped: asking again binds a new masker.
+    expect(pool.get({ obs_budget: 1 })).not.toBe(first);
+  });
+});
+
+describe('reentrancy', () => {
+  it('two maskers scanning in turn give what each gives alone', () => {
+    const one = piecewise([PROMPT, ['<t>a</t><s>b</s>', 1], ['\n\n<o>c</o>\n\n', 0], ['<a>d</a>', 1]]);
+    const two = piecewise([PROMPT, ['x', 1], ['\nBAD ACTION.\n', 0], ['<a>e</a>', 1]]);
+    const alone = [new Masker(SEARCH, table).mask(one.tokens), new Masker(SEARCH, table).mask(two.tokens)];
+    const a = new Masker(SEARCH, table);
+    const b = new Masker(SEARCH, table);
+    const first = a.mask(one.tokens.slice());
+    const second = b.mask(two.tokens.slice());
+    expect(first).toEqual(alone[0]);
+    expect(second).toEqual(alone[1]);
+    expect(Array.from(first.mask)).toEqual(one.mask);
+    expect(Array.from(second.mask)).toEqual(two.mask);
+  });
+});
+
+describe('maskBatch', () => {
+  const masker = new Masker(SEARCH, table);
+  const one = piecewise([PROMPT, ['<a>x</a>', 1]]);
+  const none = piecewise([PROMPT]);
+  const ids = Uint32Array.from([...one.tokens, ...none.tokens]);
+  const starts = Uint32Array.of(0, one.tokens.length, ids.length);
+
+  it('masks rollouts back to back and counts the diagnostics mask() gives, no-action included', () => {
+    const mask = new Uint8Array(ids.length);
+    const raised = masker.maskBatch(ids, starts, undefined, mask);
+    expect(Array.from(mask)).toEqual([...one.mask, ...none.mask]);
+    const single = masker.mask(none.tokens).diagnostics;
+    expect(single.map((item) => item.code)).toEqual(['no-action']);
+    expect(raised).toBe(single.length + masker.mask(one.tokens).diagnostics.length);
+  });
+
+  it('throws instead of truncating when the arrays do not fit together', () => {
+    expect(() => masker.maskBatch(ids, starts, undefined, new Uint8Array(ids.length - 1))).toThrow(RangeError);
+    expect(() => masker.maskBatch(ids, Uint32Array.of(0, ids.length + 1), undefined, new Uint8Array(ids.length + 1))).toThrow(/past the/);
+    expect(() => masker.maskBatch(ids, Uint32Array.of(0, 5, 3), undefined, new Uint8Array(ids.length))).toThrow(RangeError);
+    expect(() => masker.maskBatch(ids, starts, Int32Array.of(-1), new Uint8Array(ids.length))).toThrow(/prompt lengths/);
+  });
+});
