@@ -239,10 +239,18 @@ describe('the scanner runs exactly the machine xstate defines', () => {
       const events = path.events.filter((type) => type !== 'xstate.init');
       events.forEach((type, at) => {
         const replyBefore = stateOf().reply;
+        const handoverBefore = stateOf().handover;
         if (fixedText() && type !== 'REPLY_END') send('REPLY_END');
         // Without padding an END has no bytes to be seen at: only a handover (nothing after it) ends there.
         if (type === 'END' && padId === undefined && stateOf().handover < 0) return;
         send(type);
+        // A model_continues literal that is itself a handover literal (DeepSeek's end token after its tool-call
+        // block) is heard again by the model: that handover follows at once.
+        if (type === 'MODEL_CONTINUES') {
+          const literal = grammar.grammar.handovers[handoverBefore].model_continues[0];
+          const again = grammar.grammar.handovers.findIndex((handover) => handover.after === literal);
+          if (again >= 0) send(`HANDOVER:${again}`);
+        }
         // A reply ended before the model's marker (ReAct's `Thought:`): those bytes also open the model's tag.
         const endsBefore = type === 'REPLY_END' && replyBefore >= 0 ? grammar.grammar.replies[grammar.replies[replyBefore].name].ends_before : undefined;
         const opened = endsBefore === undefined ? undefined : Object.entries(grammar.grammar.tags).find(([, tag]) => tag.open.includes(endsBefore));
