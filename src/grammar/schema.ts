@@ -4,6 +4,7 @@
  */
 
 import { joinPath } from './json.ts';
+import { isObject } from '../io/json.ts';
 
 export interface Grammar {
   name: string;
@@ -125,7 +126,6 @@ export const BUILTIN_OPTIONS: Record<string, OptionSpec> = {
 };
 
 type Json = unknown;
-const isObject = (value: Json): value is Record<string, Json> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Validate the shape and fill defaults. Issues carry JSON paths; the loader turns them into line:column. */
 export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssue[] } {

@@ -6,6 +6,7 @@
 
 export const MAX_TOKEN_ID = 0xffffffff;
 
+/** A JSON object (not null, not an array). The one such check every reader uses. */
 export const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** A JSON array of token ids, or an error naming `field` (a JSON path) and the index. */

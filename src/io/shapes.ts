@@ -32,6 +32,7 @@
  *   `{tokens, target_tokens, mask}`.
  */
 import type { OptionValues } from '../scan/bind.ts';
+import { isObject } from './json.ts';
 
 export type ShapeName =
   | 'flat' | 'tinker' | 'verl' | 'verl-padded' | 'trl' | 'verifiers' | 'skyrl' | 'slime' | 'openrlhf' | 'areal'
@@ -91,7 +92,6 @@ export interface ShapedLine {
 export class ShapeError extends Error {}
 
 type Json = Record<string, unknown>;
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 export function idArray(value: unknown, field: string): number[] {
   if (!Array.isArray(value)) throw new ShapeError(`"${field}" must be an array of token ids`);
