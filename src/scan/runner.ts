@@ -30,6 +30,8 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
   const { states } = bound.grammar;
   const { dfas } = bound;
   findPadding(c);
+  // A given prompt is the prompt even where its last tokens look like padding: padding starts after it.
+  if (promptLength > c.padStart) c.padStart = promptLength;
   c.out.push(0, 0, c.state);
   if (promptLength >= 0) atGivenPromptEnd(c, promptLength);
 
@@ -189,6 +191,9 @@ function atInterruptTrigger(c: Cursor, literal: DfaLiteral): void {
   if (retreat(c, endToken, endOffset, literal.back)) {
     const startToken = c.atToken;
     const startOffset = c.atOffset;
+    // The text may not reach back into what an earlier state holds (the prompt's last newline, a reply's
+    // closing newline, a tag): those bytes are already someone's, so this is not the whole text.
+    if (startsBeforeCurrentState(c, startToken, startOffset)) { c.moveTo(endToken, endOffset); return; }
     if (matchForward(c, c.padStart, startToken, startOffset, text)) {
       c.moveToEnd();
       enter(c, fire(c, literal.event, startToken), startToken, startOffset);
@@ -198,6 +203,15 @@ function atInterruptTrigger(c: Cursor, literal: DfaLiteral): void {
     }
   }
   c.moveTo(endToken, endOffset);
+}
+
+/** Is (token, offset) before the first byte of the state the walk is in? */
+function startsBeforeCurrentState(c: Cursor, token: number, offset: number): boolean {
+  const out = c.out;
+  const last = out.count - 1;
+  // The end of a token is the start of the next.
+  if (offset > 0 && offset === c.bound.scan.offsets[c.ids[token] + 1] - c.bound.scan.offsets[c.ids[token]]) { token++; offset = 0; }
+  return token < out.token[last] || (token === out.token[last] && offset < out.offset[last]);
 }
 
 /**

@@ -49,7 +49,17 @@ export class Segments {
     if (this.tagRanges.length) this.tagRanges.length = 0;
   }
 
+  /**
+   * A state begins at (token, offset). Positions never go back: a state cannot begin before the one it
+   * follows, so no byte (and no token) is ever claimed twice. This is what makes spans tile by construction;
+   * the scanner's steps keep to it themselves (see runner.ts), and this holds it for any step that would not.
+   */
   push(token: number, offset: number, state: number) {
+    const last = this.count - 1;
+    if (last >= 0 && (token < this.token[last] || (token === this.token[last] && offset < this.offset[last]))) {
+      token = this.token[last];
+      offset = this.offset[last];
+    }
     if (this.count === this.token.length) {
       const grow = (array: Int32Array) => { const next = new Int32Array(array.length * 2); next.set(array); return next; };
       this.token = grow(this.token); this.offset = grow(this.offset); this.state = grow(this.state); this.starts = grow(this.starts);
