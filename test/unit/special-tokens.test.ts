@@ -66,7 +66,7 @@ describe('literals are cut at special tokens', () => {
     }
     // A literal's special tokens become their sentinels; its text stays as it is.
     expect(Array.from(view.encode('<|im_start|>assistant\n'))).toEqual([view.sentinels.get(151644)!, ...new TextEncoder().encode('assistant\n')]);
-  });
+  }, 60_000);
 });
 
 describe('qwen3-tools: the spelled-out template tokens are text', () => {

@@ -71,6 +71,13 @@ function conversations(thinking: boolean): Record<string, Message[]> {
       { role: 'tool', content: '<tool_response>quoted</tool_response> {"city": "Paris", "temperature": 15}' },
       { role: 'assistant', content: parts('Report.', 'Paris is at 15 °C.') },
     ],
+    'a system message mid-conversation': [
+      { role: 'user', content: 'Plan a day in Vienna.' },
+      { role: 'assistant', content: parts('Ask about the budget first.', 'Sure: what is your budget?') },
+      { role: 'system', content: 'The user is on a tight budget; prefer free sights.' },
+      { role: 'user', content: 'About 20 euros.' },
+      { role: 'assistant', content: parts('Free sights.', 'Walk the Ringstrasse, then the Naschmarkt.') },
+    ],
     'plain chat without tools or system': [
       { role: 'user', content: 'Hello!' },
       { role: 'assistant', content: parts('Greet back.', 'Hello! How can I help?') },
@@ -92,7 +99,7 @@ describe.each([true, false])('tinker Qwen3Renderer, ALL_ASSISTANT_MESSAGES, reas
     const example = qwen3Example(qwen, conversations(thinking)[name]);
     const result = agreement(masker, example.tokens, example.weights);
     expect(result.wrong, JSON.stringify(example.text)).toEqual([]);
-  });
+  }, 60_000);
 });
 
 describe('tinker Llama3Renderer, ALL_ASSISTANT_MESSAGES', () => {
@@ -101,7 +108,7 @@ describe('tinker Llama3Renderer, ALL_ASSISTANT_MESSAGES', () => {
     const example = llama3Example(llama, conversations(false)[name]);
     const result = agreement(masker, example.tokens, example.weights);
     expect(result.wrong, JSON.stringify(example.text)).toEqual([]);
-  });
+  }, 60_000);
 
   it('tinker encodes a quoted <|eot_id|> as the real token (no split): the user\'s stays the user\'s, the assistant\'s stays trained', () => {
     const example = llama3Example(llama, conversations(false)['text quoting the template\'s own tokens']);
