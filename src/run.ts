@@ -4,10 +4,13 @@
  * naming the line; the others go on. What is said to people goes through `log`, worded by src/report.
  */
 import type { MaskResult } from './masker.ts';
-import { compareMasks, frameOf } from './conformance.ts';
-import { JsonlWriter, OutputClosed, OutputError, readJsonlBatches } from './io/jsonl.ts';
-import { readRolloutBytes, type RolloutLine } from './io/rollout.ts';
-import { errorLine, idJson, idOf, messageOf, writable, writeCheckLine, writeMaskLine } from './io/lines.ts';
+import type { Frame } from './conformance.ts';
+import { JsonlWriter, OutputClosed, OutputError, readJsonlBatches, readJsonlGz } from './io/jsonl.ts';
+import { spliceTokens } from './io/rollout.ts';
+import { errorLine, idJson, idOf, messageOf, writable, writeMaskLine } from './io/lines.ts';
+import { isParquetPath, ParquetRowWriter, readParquetRows } from './io/parquet.ts';
+import { actionRuns, auditPrepared, maskPrepared, prepareRollout, spansWithChars, tokenCharOffsets, weighted, type MaskFormat, type Prepared } from './io/prepare.ts';
+import { detectShape, flatRollout, givenInStream, readShaped, ShapeError, writeBackShaped, type ShapedLine, type ShapeName } from './io/shapes.ts';
 import { datumToJson, parseTrajectoryLine } from './io/trajectory.ts';
 import { auditExtension, trajectoryToData } from './merge.ts';
 import { formatDisagreement, formatFrame, formatSplit } from './report/text.ts';
@@ -47,60 +50,220 @@ function record(summary: RunSummary, result: MaskResult) {
 
 export type Mode = 'mask' | 'check';
 
-/** Stream rollouts from `input` through the masker into `output`; every rollout also goes into `html` when given. */
-export async function runRollouts(pool: MaskerPool, input: string, output: string | undefined, mode: Mode, log: (line: string) => void, html?: HtmlReport, progress?: Progress): Promise<RunSummary> {
+/** Output options of `mask` (check writes verdicts): see the CLI's flags of the same names. */
+export interface OutputOptions {
+  /** `--format NAME`: every line is read in this shape instead of detecting it from its keys. */
+  format?: ShapeName;
+  /** `--mask-format runs`: the action runs `[[start, end], …]` instead of the 0/1 list. */
+  maskFormat?: MaskFormat;
+  /** `--observation-weight w`: weights (1 on action, w elsewhere) instead of 0/1. */
+  observationWeight?: number;
+  /** `--spans chars`: spans of text and messages rollouts also carry character offsets into the text. */
+  charSpans?: boolean;
+  /** `--out-format`: each input line back, its own mask fields replaced (SkyRL loss_masks, OpenRLHF's shifted action_mask…). */
+  outFormat?: boolean;
+}
+
+/** One input record: a line's bytes (JSONL, plain or gzip) or a parsed row (Parquet). */
+interface InputRecord {
+  number: number;
+  bytes?: Buffer;
+  value?: Record<string, unknown>;
+}
+
+const RECORD_BATCH = 256;
+
+/** Records of any input tagmask reads, a batch at a time (each batch's line bytes valid until the next is asked for). */
+async function* readRecordBatches(input: string): AsyncGenerator<InputRecord[]> {
+  if (!isParquetPath(input) && !input.endsWith('.gz')) { yield* readJsonlBatches(input); return; }
+  let batch: InputRecord[] = [];
+  for await (const record of isParquetPath(input) ? readParquetRows(input) : readJsonlGz(input)) {
+    batch.push(record);
+    if (batch.length >= RECORD_BATCH) { yield batch; batch = []; }
+  }
+  if (batch.length) yield batch;
+}
+
+const recordText = (record: InputRecord) => (record.bytes ? record.bytes.toString('utf8') : JSON.stringify(record.value));
+
+/** A record in its shape. Plain flat JSONL lines keep the byte reader (the ids are never JSON.parse'd). */
+function readRecord(record: InputRecord, format: ShapeName | undefined, needMask: boolean): { line: ShapedLine; value?: Record<string, unknown> } {
+  if (record.bytes && (format === undefined || format === 'flat')) {
+    const spliced = spliceTokens(record.bytes);
+    // The spliced line holds `"tokens": []`: its keys still say which shape it is.
+    if (spliced && detectShape(spliced.value).name === 'flat') return { line: { shape: 'flat', rollouts: [flatRollout(spliced.value, spliced.ids, needMask)] } };
+  }
+  let value = record.value;
+  if (!value) {
+    try {
+      value = JSON.parse(record.bytes!.toString('utf8')) as Record<string, unknown>;
+    } catch (error) {
+      throw new ShapeError(`not valid JSON (${messageOf(error)})`);
+    }
+  }
+  return { line: readShaped(value, format, needMask), value };
+}
+
+/** Where results go: JSON lines (plain or gzip) or Parquet rows. */
+interface Sink {
+  json?: JsonlWriter;
+  /** An output object whose id is already JSON (`idJson`). */
+  write(id: string, rest: Record<string, unknown>): void;
+  error(id: unknown, line: number, message: string): void;
+  /** An input line written back as it is (`--out-format`): its own fields, no id added. */
+  raw(value: Record<string, unknown>): void;
+  close(): void;
+  abort(): void;
+}
+
+function openSink(output: string | undefined): Sink {
+  if (isParquetPath(output)) {
+    const rows = new ParquetRowWriter(output!);
+    return {
+      write: (id, rest) => rows.write({ id: JSON.parse(id), ...rest }),
+      error: (id, line, message) => rows.write({ id: writable(id) ?? null, line, error: message }),
+      raw: (value) => rows.write(value),
+      close: () => rows.close(),
+      abort: () => rows.abort(),
+    };
+  }
   const writer = new JsonlWriter(output);
+  return {
+    json: writer,
+    write: (id, rest) => writer.write(`{"id":${id},${JSON.stringify(rest).slice(1)}\n`),
+    error: (id, line, message) => writer.write(errorLine(id, line, message)),
+    raw: (value) => writer.write(`${JSON.stringify(value)}\n`),
+    close: () => writer.close(),
+    abort: () => writer.abort(),
+  };
+}
+
+/** tagmask's output for one masked rollout, in the mask form asked for. */
+function maskFields(table: ByteTable, prepared: Prepared, result: MaskResult, options: OutputOptions): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (options.maskFormat === 'runs') out.runs = actionRuns(result.mask);
+  else if (options.observationWeight !== undefined) out.weights = weighted(result.mask, options.observationWeight);
+  else out.mask = Array.from(result.mask);
+  // Text and messages rollouts were tokenized here: their ids go out with the mask.
+  if (prepared.source !== undefined) out.tokens = Array.from(prepared.rollout.tokens);
+  const offsets = options.charSpans && prepared.source !== undefined ? tokenCharOffsets(table, prepared.rollout.tokens, prepared.source) : undefined;
+  out.spans = options.charSpans ? spansWithChars(result.spans, offsets) : result.spans;
+  out.diagnostics = result.diagnostics;
+  return out;
+}
+
+/** A mask as `--out-format` writes it into the framework's field: 0/1, or weights with `--observation-weight`. */
+const outMask = (mask: Uint8Array, options: OutputOptions): ArrayLike<number> => (options.observationWeight !== undefined ? weighted(mask, options.observationWeight) : mask);
+
+const NO_OPTIONS: OutputOptions = {};
+
+/**
+ * Stream rollouts from `input` (JSONL, .jsonl.gz or Parquet; any shape of src/io/shapes.ts) through the masker
+ * into `output` (JSONL, .jsonl.gz or Parquet); every rollout also goes into `html` when given.
+ */
+export async function runRollouts(pool: MaskerPool, input: string, output: string | undefined, mode: Mode, log: (line: string) => void, html?: HtmlReport, progress?: Progress, options: OutputOptions = NO_OPTIONS): Promise<RunSummary> {
+  const sink = openSink(output);
   const summary = newSummary();
   const where = input === '-' ? '<stdin>' : input;
+  const table = pool.tokenizer.table;
+  // The run-by-run JSONL mask writer is the fast path; other forms build the object.
+  const plainMask = mode === 'mask' && sink.json !== undefined && !options.outFormat && !options.maskFormat && options.observationWeight === undefined && !options.charSpans;
   try {
     let bytes = 0;
-    for await (const batch of readJsonlBatches(input)) {
-      for (const line of batch) {
-        bytes += line.bytes.length + 1;
-        let rollout: RolloutLine | undefined;
+    for await (const batch of readRecordBatches(input)) {
+      for (const item of batch) {
+        bytes += item.bytes ? item.bytes.length + 1 : 0;
+        const source = `${where}:${item.number}`;
+        let rolloutId: unknown;
         try {
-          rollout = readRolloutBytes(line.bytes);
-          // The id goes back out as JSON; one that cannot be written (nested too deeply) fails its line here, before anything is written.
-          const id = idJson(rollout.id);
-          if (mode === 'check' && !rollout.mask) throw new Error('no mask to check: give "mask" (or verl-style "response_mask")');
-          const result = pool.get(rollout.options).mask(rollout.tokens, { promptLength: rollout.promptLength });
-          if (mode === 'mask') {
-            writeMaskLine(writer, id, result);
-            html?.add(pool.tokenizer.table, { id: rollout.id, tokens: rollout.tokens, result, source: `${where}:${line.number}` });
-          } else {
-            const frame = frameOf(rollout.mask!.length, rollout.tokens.length);
-            const disagreements = compareMasks(pool.tokenizer.table, rollout.tokens, rollout.mask!, result, frame === 'targets' ? 1 : 0);
-            writeCheckLine(writer, id, rollout.tokens.length, frame, disagreements, result.diagnostics);
-            html?.add(pool.tokenizer.table, { id: rollout.id, tokens: rollout.tokens, result, audit: { mask: rollout.mask!, frame, disagreements }, source: `${where}:${line.number}` });
-            if (disagreements.length) summary.disagreeing++;
-            if (frame === 'targets') summary.targetFrame++;
-            for (const run of disagreements) summary.directions.set(run.direction, (summary.directions.get(run.direction) ?? 0) + 1);
-            if (disagreements.length && frame === 'targets') log(`${where}:${line.number}: ${formatFrame(rollout.id, rollout.mask!.length, rollout.tokens.length)}`);
-            for (const run of disagreements) log(`${where}:${line.number}: ${formatDisagreement(rollout.id, run)}`);
+          const { line, value } = readRecord(item, options.format, mode === 'check');
+          // Every rollout of the record is masked before anything is written: a failure writes nothing half-done.
+          const done: Array<{ prepared: Prepared; result: MaskResult; id: string }> = [];
+          for (const rollout of line.rollouts) {
+            rolloutId = rollout.id;
+            // The id goes back out as JSON; one that cannot be written (nested too deeply) fails its line here.
+            const id = idJson(rollout.id);
+            const prepared = prepareRollout(pool, rollout);
+            done.push({ prepared, result: maskPrepared(pool, prepared), id });
           }
-          // Counted only once its line is out: a rollout that failed is never counted as masked.
-          record(summary, result);
+          if (mode === 'mask' && options.outFormat) {
+            const back = value ? writeBackShaped(line as never, value, done.map(({ result }) => outMask(result.mask, options)))
+              : { ...JSON.parse(recordText(item)), mask: Array.from(outMask(done[0].result.mask, options)) };
+            sink.raw(back as Record<string, unknown>);
+          }
+          for (const { prepared, result, id } of done) {
+            const { rollout } = prepared;
+            if (mode === 'mask') {
+              if (!options.outFormat) {
+                if (plainMask && prepared.source === undefined) writeMaskLine(sink.json!, id, result);
+                else sink.write(id, maskFields(table, prepared, result, options));
+              }
+              html?.add(table, { id: rollout.id, tokens: rollout.tokens, result, source });
+            } else {
+              const given = rollout.given!;
+              const frame: Frame = given.shift ? 'targets' : 'tokens';
+              const disagreements = auditPrepared(pool, prepared, result)!;
+              sink.write(id, { agree: disagreements.length === 0, tokens: rollout.tokens.length, shape: line.shape, frame, field: given.field, disagreements, diagnostics: result.diagnostics });
+              const stream = givenInStream(rollout)!.mask;
+              html?.add(table, { id: rollout.id, tokens: rollout.tokens, result, audit: { mask: stream, frame, disagreements }, source });
+              if (disagreements.length) summary.disagreeing++;
+              if (frame === 'targets') summary.targetFrame++;
+              for (const run of disagreements) summary.directions.set(run.direction, (summary.directions.get(run.direction) ?? 0) + 1);
+              if (disagreements.length && frame === 'targets') log(`${source}: ${formatFrame(rollout.id, given.values.length, rollout.tokens.length)}`);
+              for (const run of disagreements) log(`${source}: ${formatDisagreement(rollout.id, run)}${line.shape === 'flat' ? '' : ` (${line.shape} ${run.field})`}`);
+            }
+            // Counted only once its line is out: a rollout that failed is never counted as masked.
+            record(summary, result);
+          }
         } catch (error) {
-          // A failed write ends the run (the caller removes the temporary output); anything else is this line's failure.
+          // A failed write ends the run (the caller removes the temporary output); anything else is this record's failure.
           if (error instanceof OutputError || error instanceof OutputClosed) throw error;
           summary.failed++;
           const message = messageOf(error);
-          log(`${where}:${line.number}: ${message}`);
-          const id = rollout ? rollout.id : idOf(line.text);
-          writer.write(errorLine(id, line.number, message));
-          html?.add(pool.tokenizer.table, { id: writable(id), tokens: [], error: message, source: `${where}:${line.number}` });
+          log(`${source}: ${message}`);
+          const id = rolloutId ?? (item.value ? item.value.id ?? null : idOf(recordText(item)));
+          sink.error(id, item.number, message);
+          html?.add(table, { id: writable(id), tokens: [], error: message, source });
         }
       }
       progress?.update(bytes, summary.rollouts + summary.failed, summary.tokens);
     }
     progress?.done();
-    writer.close();
+    sink.close();
   } catch (error) {
     progress?.done();
-    writer.abort();
+    sink.abort();
     throw error;
   }
   return summary;
+}
+
+/** One rollout of an input, masked, or the error that stopped it: what `show` prints. */
+export type MaskedRecord =
+  | { number: number; prepared: Prepared; result: MaskResult; shape: ShapeName; error?: undefined }
+  | { number: number; error: string; id: unknown };
+
+/** Every rollout of `input` (any shape; JSONL, .jsonl.gz or Parquet), masked, in order. */
+export async function* maskedRecords(pool: MaskerPool, input: string, format?: ShapeName): AsyncGenerator<MaskedRecord> {
+  for await (const batch of readRecordBatches(input)) {
+    for (const item of batch) {
+      let line: ShapedLine;
+      try {
+        line = readRecord(item, format, false).line;
+      } catch (error) {
+        yield { number: item.number, error: messageOf(error), id: item.value ? item.value.id ?? null : idOf(recordText(item)) };
+        continue;
+      }
+      for (const rollout of line.rollouts) {
+        try {
+          const prepared = prepareRollout(pool, rollout);
+          yield { number: item.number, prepared, result: maskPrepared(pool, prepared), shape: line.shape };
+        } catch (error) {
+          yield { number: item.number, error: messageOf(error), id: rollout.id };
+        }
+      }
+    }
+  }
 }
 
 /** Merge every trajectory of `input`; returns how many lines failed. `table` decodes the split report. */

@@ -43,7 +43,12 @@ export async function* readParquetRows(path: string): AsyncGenerator<{ number: n
     const step = paged ? SLICE_ROWS : groupRows;
     for (let start = groupStart; start < groupStart + groupRows; start += step) {
       const rows = await parquetReadObjects({ file, metadata, rowStart: start, rowEnd: Math.min(start + step, groupStart + groupRows), useOffsetIndex: paged });
-      for (const row of rows) yield { number: ++number, value: plain(row) as Record<string, unknown> };
+      for (const row of rows) {
+        // A null cell is a field the row does not have (an optional prompt_length, a mask `mask` does not need).
+        const value: Record<string, unknown> = {};
+        for (const [key, cell] of Object.entries(row)) if (cell !== null && cell !== undefined) value[key] = plain(cell);
+        yield { number: ++number, value };
+      }
     }
     groupStart += groupRows;
   }

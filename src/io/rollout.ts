@@ -105,17 +105,26 @@ const UNICODE_ESCAPE = Buffer.from('\\u');
  * back to the plain reader, so both accept and reject exactly the same lines.
  */
 export function readRolloutBytes(bytes: Buffer): RolloutLine {
+  const spliced = spliceTokens(bytes);
+  return spliced ? rolloutFromJson(spliced.value, spliced.ids) : slowPath(bytes);
+}
+
+/**
+ * The line with its top-level `"tokens"` array read from the bytes (a view into a reused buffer) and the rest
+ * parsed with that array left empty; undefined for anything unusual (the caller then parses the whole line).
+ */
+export function spliceTokens(bytes: Buffer): { value: Record<string, unknown>; ids: Uint32Array } | undefined {
   const key = bytes.indexOf(TOKENS_KEY);
   // The raw key must be the only one: a second `"tokens"` (nested or duplicated), or any `\u` escape (which
   // could spell another `"tokens"` key, `"\u0074okens"`), leaves the line to JSON.parse.
-  if (key < 0 || bytes.indexOf(TOKENS_KEY, key + TOKENS_KEY.length) >= 0 || bytes.indexOf(UNICODE_ESCAPE) >= 0) return slowPath(bytes);
+  if (key < 0 || bytes.indexOf(TOKENS_KEY, key + TOKENS_KEY.length) >= 0 || bytes.indexOf(UNICODE_ESCAPE) >= 0) return undefined;
   let at = key + TOKENS_KEY.length;
   const end = bytes.length;
   const space = (c: number) => c === 32 || c === 9 || c === 10 || c === 13;
   while (at < end && space(bytes[at])) at++;
-  if (bytes[at++] !== 0x3a) return slowPath(bytes);
+  if (bytes[at++] !== 0x3a) return undefined;
   while (at < end && space(bytes[at])) at++;
-  if (bytes[at] !== 0x5b) return slowPath(bytes);
+  if (bytes[at] !== 0x5b) return undefined;
   // Past the end a Buffer reads undefined, which no test below accepts: the loop cannot run away.
   const open = at++;
   if (idBuffer.length < end) idBuffer = new Uint32Array(Math.max(end, idBuffer.length * 2));
@@ -133,7 +142,7 @@ export function readRolloutBytes(bytes: Buffer): RolloutLine {
     while (c >= 0x30 && c <= 0x39) { value = value * 10 + (c - 0x30); c = bytes[++at]; }
     const digits = at - first;
     // JSON has no leading zeros (`007` is not a number): such a line is JSON.parse's to reject.
-    if (digits === 0 || digits > 10 || value > MAX_TOKEN_ID || (digits > 1 && bytes[first] === 0x30)) return slowPath(bytes);
+    if (digits === 0 || digits > 10 || value > MAX_TOKEN_ID || (digits > 1 && bytes[first] === 0x30)) return undefined;
     ids[count++] = value;
     while (c === 32 || c === 9 || c === 10 || c === 13) c = bytes[++at];
     if (c === 0x2c) {
@@ -142,15 +151,15 @@ export function readRolloutBytes(bytes: Buffer): RolloutLine {
       continue;
     }
     if (c === 0x5d) { close = at; break; }
-    return slowPath(bytes);
+    return undefined;
   }
   let value: unknown;
   try {
     value = JSON.parse(bytes.toString('utf8', 0, open + 1) + bytes.toString('utf8', close));
   } catch {
-    return slowPath(bytes);
+    return undefined;
   }
   // The array read must be the line's own top-level "tokens": the spliced line then holds `[]` there.
-  if (!isObject(value) || !Array.isArray(value.tokens) || value.tokens.length !== 0) return slowPath(bytes);
-  return rolloutFromJson(value, ids.subarray(0, count));
+  if (!isObject(value) || !Array.isArray(value.tokens) || value.tokens.length !== 0) return undefined;
+  return { value, ids: ids.subarray(0, count) };
 }

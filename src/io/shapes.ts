@@ -154,6 +154,31 @@ export function modelInputTokens(value: unknown, field: string): number[] {
 /** A tinker TensorData (`{"data": […]}`) or a plain array. */
 const tensorData = (value: unknown) => (isObject(value) && Array.isArray(value.data) ? value.data : value);
 
+/**
+ * The flat shape `{"id", "tokens", "prompt_length"?, "mask"?, "options"?}` with its ids already read (the CLI's
+ * byte reader reads them straight from the line). A mask one shorter than the tokens is in target space.
+ */
+export function flatRollout(value: Json, tokens: ArrayLike<number>, needMask = false): TokenRollout {
+  let promptLength = -1;
+  if (value.prompt_length !== undefined) {
+    const length = value.prompt_length;
+    if (typeof length !== 'number' || !Number.isInteger(length) || length < 0) throw new ShapeError(`prompt_length: expected a non-negative integer, got ${JSON.stringify(length)}`);
+    if (length > tokens.length) throw new ShapeError(`prompt_length ${length} is longer than the rollout (${tokens.length} tokens)`);
+    promptLength = length;
+  }
+  const rollout: TokenRollout = { kind: 'tokens', id: value.id, tokens, promptLength, options: readOptions(value.options) };
+  if (value.mask !== undefined) {
+    const mask = maskValues(value.mask, 'mask');
+    if (mask.length !== tokens.length && mask.length !== tokens.length - 1) {
+      throw new ShapeError(`mask has ${mask.length} entries for ${tokens.length} tokens (expected ${tokens.length}, or ${tokens.length - 1} in target space)`);
+    }
+    rollout.given = { field: 'mask', values: mask, start: 0, shift: mask.length === tokens.length ? 0 : 1 };
+  } else if (needMask) {
+    throw new ShapeError('flat (tagmask): no mask to check, missing "mask"');
+  }
+  return rollout;
+}
+
 interface ShapeSpec {
   name: ShapeName;
   /** Who writes it. */
@@ -174,25 +199,7 @@ const slice = (mask: ArrayLike<number>, start: number, end = mask.length) => Arr
 export const SHAPES: ShapeSpec[] = [
   {
     name: 'flat', framework: 'tagmask', keys: ['tokens'], maskKeys: ['mask'], hints: ['prompt_length'],
-    read(value, id, options) {
-      const tokens = idArray(value.tokens, 'tokens');
-      let promptLength = -1;
-      if (value.prompt_length !== undefined) {
-        const length = value.prompt_length;
-        if (typeof length !== 'number' || !Number.isInteger(length) || length < 0) throw new ShapeError(`prompt_length: expected a non-negative integer, got ${JSON.stringify(length)}`);
-        if (length > tokens.length) throw new ShapeError(`prompt_length ${length} is longer than the rollout (${tokens.length} tokens)`);
-        promptLength = length;
-      }
-      const rollout: TokenRollout = { kind: 'tokens', id, tokens, promptLength, options };
-      if (value.mask !== undefined) {
-        const mask = maskValues(value.mask, 'mask');
-        if (mask.length !== tokens.length && mask.length !== tokens.length - 1) {
-          throw new ShapeError(`mask has ${mask.length} entries for ${tokens.length} tokens (expected ${tokens.length}, or ${tokens.length - 1} in target space)`);
-        }
-        rollout.given = { field: 'mask', values: mask, start: 0, shift: mask.length === tokens.length ? 0 : 1 };
-      }
-      return [rollout];
-    },
+    read: (value) => [flatRollout(value, idArray(value.tokens, 'tokens'))],
     writeBack: (value, _rollouts, [mask]) => ({ ...value, mask: Array.from(mask) }),
   },
   {
@@ -204,7 +211,8 @@ export const SHAPES: ShapeSpec[] = [
       const targets = idArray(tensorData(value.target_tokens), 'target_tokens');
       sameLength(targets, 'target_tokens', input, 'input tokens');
       const tokens = targets.length ? [...input, targets[targets.length - 1]] : input;
-      const flat = SHAPES[0].read({ tokens, prompt_length: value.prompt_length }, id, options)[0] as TokenRollout;
+      const flat = flatRollout({ id, prompt_length: value.prompt_length }, tokens);
+      flat.options = options;
       if (value.mask !== undefined) {
         const mask = maskValues(tensorData(value.mask), 'mask');
         sameLength(mask, 'mask', targets, 'target_tokens');
@@ -414,7 +422,7 @@ export const SHAPES: ShapeSpec[] = [
     read: (value, id, options) => [{ kind: 'text', id, options, text: textField(value.text, 'text'), fields: ['text'] }],
   },
   {
-    name: 'messages', framework: 'chat messages', keys: ['messages'], maskKeys: [], hints: ['tools'],
+    name: 'messages', framework: 'chat messages', keys: ['messages'], maskKeys: ['messages'], hints: ['tools'],
     read(value, id, options) {
       if (!Array.isArray(value.messages)) throw new ShapeError('"messages" must be an array of {"role", "content"} objects');
       value.messages.forEach((message, i) => {

@@ -44,6 +44,18 @@ export function parseTrajectoryLine(value: unknown, where: string): ParsedTrajec
     }
   };
 
+  const chunkTokens = (raw: Record<string, unknown>, path: string): number[] => {
+    if (!Array.isArray(raw.chunks)) return fail(path, 'expected token ids or a ModelInput {"chunks": [{"tokens": [...]}]}');
+    const ids: number[] = [];
+    raw.chunks.forEach((chunk: unknown, k: number) => {
+      if (!isObject(chunk) || (chunk.type !== undefined && chunk.type !== 'encoded_text')) {
+        fail(`${path}.chunks[${k}]`, 'only encoded_text chunks hold token ids (an image chunk has no ids to merge)');
+      }
+      for (const id of tokenArray((chunk as Record<string, unknown>).tokens, `${path}.chunks[${k}].tokens`)) ids.push(id);
+    });
+    return ids;
+  };
+
   const numberArray = (raw: unknown, path: string): number[] => {
     if (!Array.isArray(raw)) return fail(path, 'expected an array of numbers');
     raw.forEach((x, i) => {
@@ -70,7 +82,9 @@ export function parseTrajectoryLine(value: unknown, where: string): ParsedTrajec
     const path = `transitions[${k}]`;
     if (!isObject(raw)) return fail(path, 'expected an object');
 
-    const ob = tokenArray(raw.ob, `${path}.ob`);
+    // tinker's ModelInput JSON ({"chunks": [{"tokens": [...], "type": "encoded_text"}]}) is flattened as its
+    // to_ints() does (tinker_cookbook/display.py reads datum.model_input.chunks the same way).
+    const ob = isObject(raw.ob) ? chunkTokens(raw.ob, `${path}.ob`) : tokenArray(raw.ob, `${path}.ob`);
 
     if (!isObject(raw.ac)) return fail(`${path}.ac`, 'expected an object');
     const tokens = tokenArray(raw.ac.tokens, `${path}.ac.tokens`);

@@ -230,3 +230,20 @@ describe('output forms', () => {
     expect(weighted([0, 1, 0], 0.25)).toEqual([0.25, 1, 0.25]);
   });
 });
+
+describe('merge reads tinker ModelInput chunks', () => {
+  it('an ob given as {"chunks": [...]} merges like its flat ids; an image chunk is an error naming its path', async () => {
+    const { parseTrajectoryLine } = await import('../../src/io/trajectory.ts');
+    const { trajectoryToData } = await import('../../src/merge.ts');
+    const flat = { id: 't', transitions: [{ ob: [1, 2, 3], ac: { tokens: [4, 5], logprobs: [-1, -2] } }, { ob: [1, 2, 3, 4, 5, 6], ac: { tokens: [7], logprobs: [-3] } }] };
+    const chunked = { id: 't', transitions: [
+      { ob: { chunks: [{ tokens: [1, 2], type: 'encoded_text' }, { tokens: [3] }] }, ac: { tokens: [4, 5], logprobs: [-1, -2] } },
+      { ob: { chunks: [{ tokens: [1, 2, 3, 4, 5, 6], type: 'encoded_text' }] }, ac: { tokens: [7], logprobs: [-3] } },
+    ] };
+    const a = parseTrajectoryLine(flat, 'x');
+    const b = parseTrajectoryLine(chunked, 'x');
+    expect(trajectoryToData(b.trajectory, 1)).toEqual(trajectoryToData(a.trajectory, 1));
+    const image = { id: 't', transitions: [{ ob: { chunks: [{ type: 'image', data: '', format: 'png' }] }, ac: { tokens: [1] } }] };
+    expect(() => parseTrajectoryLine(image, 'x:1')).toThrow(/transitions\[0\]\.ob\.chunks\[0\]/);
+  });
+});

@@ -199,13 +199,17 @@ describe('chat messages', () => {
     expect(audit).toEqual([]);
   });
 
-  it('check reports where grammar and messages disagree: two assistant messages in a row', () => {
-    // The grammar's only reply after <|im_end|> is a user turn: a second assistant turn is nobody's (missing-reply),
-    // while the messages say the model wrote it.
-    const messages = [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'Hello.' }, { role: 'assistant', content: 'Anything else?' }];
-    const [{ audit, codes }] = run(tools, { messages });
+  it('check reports where grammar and messages disagree: a conversation that is not the grammar\'s protocol', () => {
+    // Search-R1 expects its <information> reply right after </search>; rendered as chat, a user turn comes
+    // first: missing-reply, and the grammar keeps the user turn as the model's text while the messages say it is not.
+    const messages = [
+      { role: 'user', content: 'capital of australia?' },
+      { role: 'assistant', content: '<search> capital of australia </search>' },
+      { role: 'user', content: '<information>Canberra</information>' },
+      { role: 'assistant', content: '<answer> Canberra </answer>' },
+    ];
+    const [{ audit, codes }] = run(searchR1, { messages });
     expect(codes).toContain('missing-reply');
-    expect(audit!.length).toBeGreaterThan(0);
-    expect(audit!.some((run) => run.given === 1 && run.protocol === 0 && run.text.includes('Anything'))).toBe(true);
+    expect(audit!.some((item) => item.given === 0 && item.protocol === 1 && item.text.includes('information'))).toBe(true);
   });
 });
