@@ -71,6 +71,7 @@ td:nth-child(n+2) { font-variant-numeric: tabular-nums; }
 @media (max-width: 1100px) { .columns { grid-template-columns: 1fr; } }
 .column h3 { position: sticky; top: 0; background: var(--bg); padding: 0.2rem 0; z-index: 1; }
 .text { font: 13px/1.9 ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; white-space: pre-wrap; overflow-wrap: anywhere; border: 1px solid var(--line); border-radius: 6px; padding: 0.6rem; }
+.text .block { content-visibility: auto; contain-intrinsic-size: auto 30em; }
 .k { border-radius: 2px; cursor: default; }
 .k.a { background-color: var(--act-bg); color: var(--act-fg); box-shadow: inset 0 -2px 0 var(--act-line); }
 .k.o { background-color: var(--obs-bg); color: var(--obs-fg); }
@@ -108,6 +109,7 @@ export const PAGE_SCRIPT = String.raw`(function () {
   var view = document.getElementById('view');
   var tip = document.getElementById('tip');
   var PAGE = 100;
+  var BLOCK = 1500;
 
   function el(tag, className, text) {
     var node = document.createElement(tag);
@@ -500,7 +502,11 @@ export const PAGE_SCRIPT = String.raw`(function () {
       text.setAttribute('role', 'group');
       text.setAttribute('aria-labelledby', 'heading-' + which);
       text.setAttribute('data-column', which);
+      // Long texts go into blocks that end at a line break, each laid out only when near the viewport
+      // (content-visibility): a rollout of 60,000 tokens then costs little more than building its elements.
       var fragment = document.createDocumentFragment();
+      var block = el('div', 'block');
+      var inBlock = 0;
       var lastValue = -2;
       for (var i = 0; i < x.n; i++) {
         var action;
@@ -508,23 +514,30 @@ export const PAGE_SCRIPT = String.raw`(function () {
           var value = x.given[i];
           if (value !== lastValue) {
             var mark = el('span', 'lab ' + (value === 1 ? 'a' : 'o'), value < 0 ? 'no ' + side + ' value' : side + ' ' + value);
-            fragment.appendChild(mark);
+            block.appendChild(mark);
             lastValue = value;
           }
           action = value === 1 ? 'a' : value === 0 ? 'o' : 'n';
         } else {
-          var spanIndex = x.spanOf[i];
-          var span = x.spans[spanIndex];
+          var span = x.spans[x.spanOf[i]];
           if (span && span.start === i) {
             var tag = span.kind.tag;
             if (span.attrs) tag += ' ' + Object.keys(span.attrs).map(function (key) { return key + '=' + JSON.stringify(span.attrs[key]); }).join(' ');
             var lab = el('span', 'lab ' + (span.kind.action ? 'a' : 'o'), (span.kind.action ? 'action' : 'observation') + ' · ' + tag);
-            fragment.appendChild(lab);
+            block.appendChild(lab);
           }
           action = span ? (span.kind.action ? 'a' : 'o') : 'n';
         }
-        fragment.appendChild(tokenElement(x, i, action));
+        block.appendChild(tokenElement(x, i, action));
+        inBlock++;
+        var tokenText = x.texts[i];
+        if ((inBlock >= BLOCK && tokenText.charCodeAt(tokenText.length - 1) === 10) || inBlock >= 4 * BLOCK) {
+          fragment.appendChild(block);
+          block = el('div', 'block');
+          inBlock = 0;
+        }
       }
+      if (inBlock || !fragment.childNodes.length) fragment.appendChild(block);
       text.appendChild(fragment);
       var first = text.querySelector('.k');
       if (first) first.tabIndex = 0;
@@ -611,7 +624,7 @@ export const PAGE_SCRIPT = String.raw`(function () {
     }
     function inspect(node) {
       if (!shown) return;
-      var which = node.parentNode.getAttribute('data-column');
+      var which = node.closest('.text').getAttribute('data-column');
       tip.textContent = '';
       tip.appendChild(describe(shown, Number(node.getAttribute('data-i')), which));
       place(node);
@@ -624,7 +637,7 @@ export const PAGE_SCRIPT = String.raw`(function () {
     function onFocus(event) {
       var node = tokenAt(event.target);
       if (!node) return;
-      var old = node.parentNode.querySelector('.k[tabindex="0"]');
+      var old = node.closest('.text').querySelector('.k[tabindex="0"]');
       if (old && old !== node) old.tabIndex = -1;
       node.tabIndex = 0;
       inspect(node);
@@ -645,15 +658,14 @@ export const PAGE_SCRIPT = String.raw`(function () {
       var target = null;
       if (event.key === 'ArrowRight' || event.key === 'ArrowDown') target = nextToken(node, 1);
       else if (event.key === 'ArrowLeft' || event.key === 'ArrowUp') target = nextToken(node, -1);
-      else if (event.key === 'Home') target = node.parentNode.querySelector('.k');
-      else if (event.key === 'End') { var all = node.parentNode.querySelectorAll('.k'); target = all[all.length - 1]; }
+      else if (event.key === 'Home') target = node.closest('.text').querySelector('.k');
+      else if (event.key === 'End') { var all = node.closest('.text').querySelectorAll('.k'); target = all[all.length - 1]; }
       else if (event.key === 'Escape') { tip.hidden = true; return; }
       if (target) { event.preventDefault(); target.focus(); }
     }
     function nextToken(node, delta) {
-      var sibling = delta > 0 ? node.nextElementSibling : node.previousElementSibling;
-      while (sibling && !sibling.classList.contains('k')) sibling = delta > 0 ? sibling.nextElementSibling : sibling.previousElementSibling;
-      return sibling;
+      var i = Number(node.getAttribute('data-i')) + delta;
+      return node.closest('.text').querySelector('.k[data-i="' + i + '"]');
     }
     function focusToken(i, which) {
       var columns = view.querySelectorAll('.text');

@@ -24,7 +24,7 @@ import { compareMasks } from '../../src/conformance.ts';
 
 // The callbacks passed to page.evaluate run in the page; the project's types are Node's, so the two browser
 // globals they use are declared here (for this file only) rather than adding the DOM library to every file.
-declare const document: { activeElement: { getAttribute(name: string): string | null; parentElement: { getAttribute(name: string): string | null } | null } | null; scripts: { length: number }; querySelector(selector: string): unknown; getElementById(id: string): { textContent: string | null } | null };
+declare const document: { activeElement: { getAttribute(name: string): string | null; closest(selector: string): { getAttribute(name: string): string | null } | null } | null; scripts: { length: number }; querySelector(selector: string): unknown; getElementById(id: string): { textContent: string | null } | null };
 declare function getComputedStyle(element: unknown, pseudo?: string): { content: string; backgroundColor: string; boxShadow: string };
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -209,7 +209,7 @@ describe('check --html in chromium', { timeout: 120_000 }, () => {
     // A jump focuses the run's first token in the protocol column.
     const up = flips.find((flip) => flip.direction === 'trains on environment text')!;
     await tab.click(`.disagreement-list button:has-text("tokens [${up.token}, ")`);
-    expect(await tab.evaluate(() => [document.activeElement?.getAttribute('data-i'), document.activeElement?.parentElement?.getAttribute('data-column')])).toEqual([String(up.token), 'protocol']);
+    expect(await tab.evaluate(() => [document.activeElement?.getAttribute('data-i'), document.activeElement?.closest('.text')?.getAttribute('data-column')])).toEqual([String(up.token), 'protocol']);
     await expect.poll(() => tab.textContent('#tip')).toContain('the given mask trains on environment text');
     await screenshot(opened, 'check-disagreements');
     expectClean(opened, page);
@@ -352,6 +352,32 @@ describe('show --html and conformance --html in chromium', { timeout: 120_000 },
     await showRollout(tab, 'split datum 1');
     expect(await tab.textContent('.column-given h3')).toBe('merge mask (under audit)');
     expect(await tab.textContent('#view')).toContain('split at transition 1');
+    expectClean(opened, page);
+    await opened.context.close();
+  });
+
+  it.skipIf(noBrowser)('a long rollout (20,000 tokens) is laid out in blocks; the keyboard crosses them, End reaches the last token', async () => {
+    const tokenizer = await loadTokenizer(QWEN);
+    const masker = await createMasker('search-r1', tokenizer);
+    const base = samples.find((line) => line.id === 'd-three-searches')!;
+    const promptEnd = base.mask.indexOf(1);
+    const tokens = base.tokens.slice(0, promptEnd);
+    while (tokens.length < 20_000) tokens.push(...base.tokens.slice(promptEnd));
+    const report = new HtmlReport({ title: 'long', side: 'given' });
+    report.add(tokenizer.table, { id: 'long', tokens, result: masker.mask(tokens) });
+    const page = join(dir, 'long.html');
+    writeHtmlReport(page, report);
+    const opened = await open(page);
+    const { page: tab } = opened;
+    expect(await tab.locator('.column-protocol .k').count()).toBe(tokens.length);
+    const blocks = tab.locator('.column-protocol .block');
+    expect(await blocks.count()).toBeGreaterThan(1);
+    const lastOfFirst = Number(await blocks.first().locator('.k').last().getAttribute('data-i'));
+    await tab.focus(`.column-protocol .k[data-i="${lastOfFirst}"]`);
+    await tab.keyboard.press('ArrowRight');
+    expect(await tab.evaluate(() => document.activeElement?.getAttribute('data-i'))).toBe(String(lastOfFirst + 1));
+    await tab.keyboard.press('End');
+    await expect.poll(() => tab.textContent('#tip')).toContain(`token${tokens.length - 1} of ${tokens.length} · id ${tokens.at(-1)}`);
     expectClean(opened, page);
     await opened.context.close();
   });
