@@ -121,9 +121,8 @@ function v3Cases(native: boolean): FamilyCase[] {
     },
     {
       id: 'd-v3-thinking-as-text',
-      note: 'V3 template, the model writes <think>…</think> itself (R1-style reasoning; with the V3 tokenizer <think> is ordinary text): all action. The stream alone cannot tell this <think> right after <｜Assistant｜> from a template\'s prefill, so the line sets think_prefill=0 (the V3 template has none).',
+      note: 'V3 template, the model writes <think>…</think> itself (R1-style reasoning; with the V3 tokenizer <think> is ordinary text): all action (think_prefill=0, the default: the V3 template has no prefill).',
       pieces: new V3Chat([user('Is 91 prime?')]).sample('<think>\n91 = 7 × 13.\n</think>\n\nNo: 91 = 7 × 13.').pieces,
-      options: { think_prefill: 0 },
     },
     {
       id: 'e-v3-padding',
@@ -172,7 +171,8 @@ function v31Cases(): FamilyCase[] {
   return [
     {
       id: 'h-v31-thinking-follow-up',
-      note: 'V3.1 thinking on: the generation prompt ends <｜Assistant｜><think> (the template\'s, observation); the model writes its reasoning, </think>, the answer and EOS. A user follow-up is observation up to and including the next <｜Assistant｜><think>.',
+      note: 'V3.1 thinking on: the generation prompt ends <｜Assistant｜><think> (the template\'s, observation: the line sets think_prefill=1); the model writes its reasoning, </think>, the answer and EOS. A user follow-up is observation up to and including the next <｜Assistant｜><think>.',
+      options: { think_prefill: 1 },
       pieces: [
         v31Prompt('Is 221 prime?', true),
         sampled(`221 = 13 × 17, so not prime.</think>No, 221 = 13 × 17.${EOS}`),

@@ -13,79 +13,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadGrammar, loadTokenizer, Masker, type LoadedTokenizer } from '../../src/index.ts';
-import { gptOssToolPrefix, renderDeepSeek, renderGptOss, type Message, type Rendered } from '../fixtures/tinker-harmony-deepseek.ts';
+import { detectGrammar, formatDetection } from '../../src/detect.ts';
+import { DEEPSEEK_CONVERSATIONS, GPTOSS_CONVERSATIONS, renderDeepSeek, renderGptOss, type Message, type Rendered } from '../fixtures/tinker-harmony-deepseek.ts';
 
 const require = createRequire(import.meta.url);
 const BIN = fileURLToPath(new URL('../../bin/tagmask.js', import.meta.url));
-
-// ─── Conversations ───────────────────────────────────────────────────────────
-
-const think = (thinking: string) => ({ type: 'thinking' as const, thinking });
-const text = (value: string) => ({ type: 'text' as const, text: value });
-const call = (name: string, args: object) => ({ name, arguments: JSON.stringify(args) });
-
-const DEEPSEEK_CONVERSATIONS: Record<string, Message[]> = {
-  'multi-turn-thinking': [
-    { role: 'system', content: 'You are a careful math tutor.' },
-    { role: 'user', content: 'Is 221 prime?' },
-    { role: 'assistant', content: [think('221 = 13 × 17.'), text('No: 221 = 13 × 17.')] },
-    { role: 'user', content: 'And 223?' },
-    { role: 'assistant', content: [think('No divisor up to 14.'), text('Yes, 223 is prime.')] },
-  ],
-  'tools-parallel-follow-up': [
-    { role: 'system', content: 'You have a get_weather tool.' },
-    { role: 'user', content: 'Weather in Oslo and Rome?' },
-    { role: 'assistant', content: [think('Two cities, two calls.'), text('Let me check both.')], tool_calls: [call('get_weather', { city: 'Oslo' }), call('get_weather', { city: 'Rome' })] },
-    { role: 'tool', content: '{"temperature": 3}' },
-    { role: 'tool', content: '{"temperature": 17}' },
-    { role: 'assistant', content: [text('Oslo 3 °C, Rome 17 °C.')] },
-    { role: 'user', content: 'And Nice?' },
-    { role: 'assistant', content: '', tool_calls: [call('get_weather', { city: 'Nice' })] },
-    { role: 'tool', content: '{"error": "service unavailable"}' },
-    { role: 'assistant', content: [text('The weather service failed for Nice; try again later.')] },
-  ],
-  'last-turn-without-thinking': [
-    { role: 'user', content: 'Say hi.' },
-    { role: 'assistant', content: [think('Greeting.'), text('Hi!')] },
-    { role: 'user', content: 'Again, no thinking.' },
-    { role: 'assistant', content: 'Hi again!' },
-  ],
-};
-
-const WEATHER_TOOLS = '// Gets the current weather.\ntype get_weather = (_: {\ncity: string,\n}) => any;';
-const GPTOSS_CONVERSATIONS: Record<string, Message[]> = {
-  'tool-call-then-follow-up': [
-    ...gptOssToolPrefix(WEATHER_TOOLS, 'Answer weather questions.'),
-    { role: 'user', content: 'Weather in Tokyo?' },
-    { role: 'assistant', content: [think('Need the tool.')], tool_calls: [call('get_weather', { city: 'Tokyo' })] },
-    { role: 'tool', name: 'get_weather', content: '{"temperature": 21}' },
-    { role: 'assistant', content: [think('21 degrees.'), text('21 °C in Tokyo.')] },
-    { role: 'user', content: 'Thanks! And is that warm?' },
-    { role: 'assistant', content: [think('Mild.'), text('Mild: pleasant but not hot.')] },
-  ],
-  'parallel-calls-with-preamble': [
-    ...gptOssToolPrefix(WEATHER_TOOLS, 'Be brief.'),
-    { role: 'user', content: 'Oslo and Rome?' },
-    { role: 'assistant', content: [text('Checking both cities.')], tool_calls: [call('get_weather', { city: 'Oslo' }), call('get_weather', { city: 'Rome' })] },
-    { role: 'tool', name: 'get_weather', content: '{"temperature": 3}' },
-    { role: 'tool', name: 'functions.get_weather', content: '{"temperature": 17}' },
-    { role: 'assistant', content: [text('Oslo 3 °C, Rome 17 °C.')] },
-  ],
-  'plain-chat-with-system-message': [
-    { role: 'system', content: 'Answer in French.' },
-    { role: 'user', content: 'Hello?' },
-    { role: 'assistant', content: [think('French greeting.'), text('Bonjour !')] },
-    { role: 'user', content: 'Merci.' },
-    { role: 'assistant', content: [text('De rien.')] },
-  ],
-  'call-without-thinking': [
-    ...gptOssToolPrefix(WEATHER_TOOLS, 'Use tools.'),
-    { role: 'user', content: 'Lisbon?' },
-    { role: 'assistant', content: [], tool_calls: [call('get_weather', { city: 'Lisbon' })] },
-    { role: 'tool', name: 'get_weather', content: '{"temperature": 19}' },
-    { role: 'assistant', content: [text('19 °C.')] },
-  ],
-};
 
 // ─── Tokenizers ──────────────────────────────────────────────────────────────
 
@@ -128,9 +60,8 @@ interface Setting { name: string; tokenizer: string; options: Record<string, num
 
 const SETTINGS: Setting[] = [
   ...['deepseek-v3', 'deepseek-v3+think-tokens'].flatMap((tokenizer): Setting[] => [
-    // The thinking renderer's output chunk starts with <think>: the model's here, so think_prefill=0.
-    { name: `DeepSeekV3ThinkingRenderer, ${tokenizer}`, tokenizer, options: { think_prefill: 0 }, render: (t, m) => renderDeepSeek(t, m, { thinking: true }), conversations: DEEPSEEK_CONVERSATIONS },
-    { name: `DeepSeekV3ThinkingRenderer(strip_thinking_from_history=False), ${tokenizer}`, tokenizer, options: { think_prefill: 0 }, render: (t, m) => renderDeepSeek(t, m, { thinking: true, stripThinkingFromHistory: false }), conversations: DEEPSEEK_CONVERSATIONS },
+    { name: `DeepSeekV3ThinkingRenderer, ${tokenizer}`, tokenizer, options: {}, render: (t, m) => renderDeepSeek(t, m, { thinking: true }), conversations: DEEPSEEK_CONVERSATIONS },
+    { name: `DeepSeekV3ThinkingRenderer(strip_thinking_from_history=False), ${tokenizer}`, tokenizer, options: {}, render: (t, m) => renderDeepSeek(t, m, { thinking: true, stripThinkingFromHistory: false }), conversations: DEEPSEEK_CONVERSATIONS },
     { name: `DeepSeekV3DisableThinkingRenderer, ${tokenizer}`, tokenizer, options: {}, render: (t, m) => renderDeepSeek(t, m, { thinking: false }), conversations: DEEPSEEK_CONVERSATIONS },
   ]),
   { name: 'GptOssRenderer(use_system_prompt=False)', tokenizer: 'gpt-oss', options: {}, render: (t, m) => renderGptOss(t, m, {}), conversations: GPTOSS_CONVERSATIONS },
@@ -150,6 +81,15 @@ describe.each(SETTINGS)('$name', (setting) => {
       const differing = mask.flatMap((value, i) => (value === weights[i] ? [] : [`#${i} ${JSON.stringify(tokenizer.decode([tokens[i]]))} tagmask ${value}, tinker ${weights[i]}`]));
       expect(differing, id).toEqual([]);
     }
+  }, 60_000);
+});
+
+describe('tagmask detect on the rendered conversations', () => {
+  it.each(SETTINGS.map((setting) => [setting.name, setting] as const))('%s: names its family', (_name, setting) => {
+    const tokenizer = tokenizers[setting.tokenizer];
+    const rollouts = Object.values(setting.conversations).map((conversation) => ({ tokens: setting.render(tokenizer, conversation).tokens }));
+    const detection = detectGrammar(rollouts, tokenizer.table);
+    expect(detection.verdict, formatDetection(detection)).toBe(grammarOf(setting));
   }, 60_000);
 });
 
