@@ -1,0 +1,77 @@
+/**
+ * Self-consistency of the harmony and deepseek-v3 sample suites, without any masker: the files are what
+ * samples/build/{harmony,deepseek}.ts construct, and the construction keeps the protocol facts it claims.
+ * Regenerate with `npx tsx samples/build/harmony.ts` and `npx tsx samples/build/deepseek.ts`.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { SAMPLES_DIR } from '../../samples/build/search-r1.ts';
+import { familyTokenizer, tokenizeFamilyCase } from '../../samples/build/family-kit.ts';
+import { harmonyCases, HARMONY_TARGETS } from '../../samples/build/harmony.ts';
+import { deepseekCases, DEEPSEEK_TARGETS } from '../../samples/build/deepseek.ts';
+
+const TARGETS = [
+  ...HARMONY_TARGETS.map((target) => ({ target, cases: () => harmonyCases(target.tokenizer === 'gptoss') })),
+  ...DEEPSEEK_TARGETS.map((target) => ({ target, cases: () => deepseekCases(target.tokenizer === 'deepseek') })),
+];
+
+const lines = (folder: string, file: string) => readFileSync(path.join(SAMPLES_DIR, folder, file), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+
+describe.each(TARGETS)('samples/$target.folder', ({ target, cases }) => {
+  const tokenizer = familyTokenizer(target.tokenizerPackage);
+  const built = cases().map((c) => tokenizeFamilyCase(tokenizer, c));
+
+  it('rollouts.jsonl is what the builder constructs (ids, tokens, mask, options)', () => {
+    const file = lines(target.folder, 'rollouts.jsonl');
+    expect(file.map((line) => line.id)).toEqual(built.map((b) => b.chatCase.id));
+    built.forEach((b, i) => {
+      expect(file[i].tokens).toEqual(b.segments.flatMap((s) => s.ids));
+      expect(file[i].mask).toEqual(b.segments.flatMap((s) => s.ids.map(() => (s.kind === 'action' ? 1 : 0))));
+      expect(file[i].options).toEqual(b.chatCase.options);
+    });
+  });
+
+  it('every rollout opens with a prompt and has action; each piece decodes to its text', () => {
+    for (const b of built) {
+      expect(b.segments[0].kind).toBe('prompt');
+      expect(b.segments.some((s) => s.kind === 'action' && s.ids.length > 0)).toBe(true);
+      for (const s of b.segments) if (s.kind !== 'padding') expect(tokenizer.tok.decode(s.ids, { skip_special_tokens: false, clean_up_tokenization_spaces: false })).toBe(s.text);
+    }
+  });
+
+  if (target.grammar === 'harmony') {
+    it('Harmony: the prompt and every environment reply end with the generation prompt <|start|>assistant; completions end with a stop token unless cut', () => {
+      for (const b of built) {
+        for (const s of b.segments) {
+          if (s.kind === 'prompt' || s.kind === 'observation') expect(s.text.endsWith('<|start|>assistant'), b.chatCase.id).toBe(true);
+          if (s.kind === 'observation') expect(s.text).toMatch(/^<\|start\|>(functions\.|user)/);
+        }
+        const actions = b.segments.filter((s) => s.kind === 'action');
+        for (const s of actions.slice(0, -1)) expect(s.text).toMatch(/<\|(call|return)\|>$/);
+      }
+    });
+    if (target.tokenizer === 'gptoss') {
+      it('quoted markers are ordinary tokens: the quoting rollout holds fewer <|end|> ids than <|end|> texts', () => {
+        const quoted = built.find((b) => b.chatCase.id === 'i-quoted-markers')!;
+        const endId = tokenizer.tok.encode('<|end|>', { add_special_tokens: false });
+        expect(endId).toHaveLength(1);
+        const ids = quoted.segments.flatMap((s) => s.ids).filter((id) => id === endId[0]).length;
+        const texts = quoted.segments.map((s) => s.text).join('').split('<|end|>').length - 1;
+        expect(ids).toBe(texts - 1);
+      });
+    }
+  } else {
+    it('DeepSeek: replies after tool calls are tool outputs with no <｜Assistant｜>; user replies end with <｜Assistant｜> and what its generation prompt adds', () => {
+      for (const b of built) {
+        for (const s of b.segments.filter((segment) => segment.kind === 'observation')) {
+          if (s.text.startsWith('<｜User｜>')) expect(s.text).toMatch(/<｜Assistant｜>(<think>|<\/think>)?$/);
+          else {
+            expect(s.text).toMatch(/^\n?<｜tool▁outputs?▁begin｜>/);
+            expect(s.text).not.toContain('<｜Assistant｜>');
+          }
+        }
+      }
+    });
+  }
+});
