@@ -23,7 +23,7 @@ import { readOptions, readRolloutLine } from './io/rollout.ts';
 import { parseTrajectoryLine } from './io/trajectory.ts';
 import type { OptionValues } from './scan/bind.ts';
 import { runRollouts } from './run.ts';
-import { clip, formatRunSummary, formatSuite } from './report/text.ts';
+import { formatRunSummary, formatSplitNote, formatSuite } from './report/text.ts';
 import type { HtmlReport } from './report/html.ts';
 
 export { BUNDLED_SAMPLES };
@@ -168,7 +168,7 @@ export async function proveSuite(suite: Suite, opened?: MaskerPool, html?: HtmlR
         const checked = checkTrajectory(pool.get(readOptions(value.options)), table, id, trajectory, advantage, html ? (datum) => seen.push(datum) : undefined);
         verdict.trajectories.push(checked);
         for (const datum of seen) {
-          const notes = checked.splits.map((split) => `split at transition ${split.transition}, token ${split.position}: the sequence so far ${clip(split.expected, 60)}, the new observation ${clip(split.actual, 60)}; ${checked.cost.trainedTokens} tokens trained as ${checked.datums.length} datums vs ${checked.cost.mergedTokens} merged`);
+          const notes = checked.splits.map((split) => formatSplitNote(checked, split));
           html!.add(table, {
             id: `${String(id)} datum ${datum.datum}`, tokens: datum.tokens, result: datum.result, group: `${suite.name} · merge (merge vs protocol)`, source: `${suite.trajectories}:${line.number}`,
             audit: { mask: datum.mask, frame: 'targets', disagreements: datum.disagreements, side: 'merge' }, notes,

@@ -7,7 +7,7 @@ import { basename } from 'node:path';
 import type { Diagnostic } from '../diagnostics.ts';
 import type { LocatedIssue } from '../grammar/load.ts';
 import type { LiteralFinding } from '../grammar/lint.ts';
-import type { Disagreement } from '../conformance.ts';
+import type { Disagreement, SplitReport, TrajectoryVerdict } from '../conformance.ts';
 import type { ExtensionCost, ExtensionSplit } from '../merge.ts';
 import type { RunSummary, Mode } from '../run.ts';
 import { suitePassed, type SuiteVerdict } from '../suites.ts';
@@ -58,6 +58,11 @@ export function formatSplit(idJson: string, split: ExtensionSplit, cost: Extensi
   return `split: trajectory ${idJson} starts a new datum at transition ${split.transition}: at token ${split.position} the sequence so far has ${show(split.expected)}, the new observation ${show(split.actual)}; ${cost.trainedTokens} tokens trained as ${datums} datums instead of ${cost.mergedTokens} merged`;
 }
 
+/** A split a suite's trajectory made, decoded (SplitReport), with what it cost: for the suite report and the HTML page. */
+export function formatSplitNote(trajectory: TrajectoryVerdict, split: SplitReport, width = 60): string {
+  return `split at transition ${split.transition}, token ${split.position}: the sequence so far ${clip(split.expected, width)}, the new observation ${clip(split.actual, width)}; ${trajectory.cost.trainedTokens} tokens trained as ${trajectory.datums.length} datums vs ${trajectory.cost.mergedTokens} merged`;
+}
+
 /** One line after a `mask`/`check` run. */
 export function formatRunSummary(summary: RunSummary, mode: Mode): string {
   const share = summary.tokens ? ((100 * summary.actionTokens) / summary.tokens).toFixed(1) : '0.0';
@@ -97,7 +102,7 @@ export function formatSuite(verdict: SuiteVerdict): string {
     lines.push(`  merge         ${agreeingDatums}/${datums} datums of ${verdict.trajectories.length} trajectories agree with the transition merge (${agreeing}/${total} target tokens)`);
     for (const trajectory of verdict.trajectories) {
       for (const split of trajectory.splits) {
-        lines.push(`    ↳ ${String(trajectory.id)}: split at transition ${split.transition}, token ${split.position}: sequence so far ${clip(split.expected, 40)}, new observation ${clip(split.actual, 40)}; ${trajectory.cost.trainedTokens} tokens trained as ${trajectory.datums.length} datums vs ${trajectory.cost.mergedTokens} merged`);
+        lines.push(`    ↳ ${String(trajectory.id)}: ${formatSplitNote(trajectory, split, 40)}`);
       }
       for (const datum of trajectory.datums) for (const run of datum.disagreements) {
         lines.push(`    ✖ ${formatDisagreement(`${String(trajectory.id)} datum ${datum.datum}`, run, 'merge')}`);
