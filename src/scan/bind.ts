@@ -181,8 +181,11 @@ export function bind(grammar: CompiledGrammar, table: ByteTable, overrides: Opti
   const maskOf: Record<Role, number> = { prompt: 0, action: 1, observation: 0, trailing: afterEnd };
   const stateMask = Int8Array.from(grammar.states, (state) => (state.role === undefined ? -1 : maskOf[state.role]));
   const on = (option: string | undefined) => option === undefined || options[option] === 1;
+  // Every field spelled out, in one order (no spread): each Bound gets the same hidden class, so the scanner's
+  // property loads stay monomorphic across option sets (a spread made each new binding's first scans slow).
+  const { scan, dfas, replyOpen, replyText, closeOptional, promptOptional, headers, modelContinues, modelContinuesHandsOver, skip, memo, isPadding } = tables;
   return {
-    ...tables,
+    grammar, table, scan, dfas, replyOpen, replyText, closeOptional, promptOptional, headers, modelContinues, modelContinuesHandsOver, skip, memo, isPadding,
     options, budgets, stateMask, straddleMask: options.straddle ?? 0,
     promptOptionalOn: grammar.promptOptionalWhen.map(on),
     replyOptionalOn: grammar.replies.map((reply) => reply.closeOptionalWhen.map(on)),
