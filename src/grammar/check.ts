@@ -45,6 +45,31 @@ export function modelLiterals(grammar: Grammar): Array<{ literal: string; path: 
   return literals;
 }
 
+/** The scanner tells automata apart in a 32-bit mask (scan/bind.ts): a grammar needing more is refused. */
+export const MAX_AUTOMATA = 32;
+/** Kinds nest at most this deep (`a>b>c>d`); see machine.ts. */
+export const MAX_NESTING = 4;
+/**
+ * Model-turn states (one per nesting of kinds) a grammar may have. Each is enumerated with xstate for every
+ * event at compile time (~0.1 ms a pair), so 12 tags that all contain each other (13,344 states) would
+ * take minutes: refused instead, with the path that makes them.
+ */
+export const MAX_KIND_STATES = 512;
+
+/** How many nestings of kinds `contains` makes (`text`, each tag, `a>b`, …), counting up to just past `limit`. */
+export function countKindStates(grammar: Grammar, limit: number): number {
+  let count = 1;
+  const grow = (stack: string[]) => {
+    count++;
+    if (count > limit || stack.length >= MAX_NESTING) return;
+    const last = stack[stack.length - 1];
+    const tag = Object.hasOwn(grammar.tags, last) ? grammar.tags[last] : undefined;
+    for (const inner of tag?.contains ?? []) if (Object.hasOwn(grammar.tags, inner) && !stack.includes(inner) && count <= limit) grow([...stack, inner]);
+  };
+  for (const name of Object.keys(grammar.tags)) if (count <= limit) grow([name]);
+  return count;
+}
+
 export function checkGrammar(grammar: Grammar): GrammarIssue[] {
   const issues: GrammarIssue[] = [];
   const add = (code: GrammarIssueCode, path: string, args: DiagnosticArgs = {}) => issues.push(grammarIssue(code, path, args));
@@ -138,6 +163,20 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
   });
   if (grammar.prompt.ends_after.length === 0) {
     add('no-prompt-end-declared', 'prompt.ends_after');
+  }
+  // Limits the compiled machine must keep, checked here (cheaply, before compiling) so that a grammar that
+  // passes the check is never refused by mask. Each tag with a close of its own is a kind state hearing that
+  // close: an automaton of its own, besides the ones for plain text and for the prompt.
+  const handoverAfter = new Set(grammar.handovers.map((handover) => handover.after));
+  const ownCloses = Object.values(grammar.tags).filter((tag) => tag.close.some((literal) => !handoverAfter.has(literal))).length;
+  const others = grammar.prompt.ends_after.length ? 2 : 1;
+  if (ownCloses + others > MAX_AUTOMATA) {
+    add('too-many-automata', 'tags', { detail: `at least ${ownCloses + others} automata (${ownCloses} tags with their own close, plain text${others === 2 ? ' and the prompt' : ''})`, budget: MAX_AUTOMATA });
+  }
+  const kindStates = countKindStates(grammar, MAX_KIND_STATES);
+  if (kindStates > MAX_KIND_STATES) {
+    const nesting = Object.entries(grammar.tags).find(([, tag]) => tag.contains.length > 0);
+    add('too-many-states', nesting ? `${joinPath('tags', nesting[0])}.contains` : 'tags', { detail: `more than ${MAX_KIND_STATES} nested states`, budget: MAX_KIND_STATES });
   }
   return issues;
 }

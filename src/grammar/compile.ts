@@ -8,7 +8,7 @@
  * `transition()`, and what each state can hear (`snapshot.can`) becomes a byte automaton for that state.
  */
 import { createMachine, initialTransition, transition, type AnyMachineSnapshot, type AnyStateMachine } from 'xstate';
-import { grammarIssue, modelLiterals, type GrammarIssue } from './check.ts';
+import { grammarIssue, MAX_AUTOMATA, modelLiterals, type GrammarIssue } from './check.ts';
 import type { Grammar } from './schema.ts';
 import { machineConfig, type TransitionCode } from './machine.ts';
 import { buildDfa, interruptTrigger, type Dfa, type DfaLiteral } from './automata.ts';
@@ -232,6 +232,8 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
   for (const key of declared) {
     if (!reached.has(key)) issues.push(grammarIssue('unreachable-state', '', { name: key }));
   }
+  // The exact count (the check's is a lower bound): refused here, at load and by `grammar check` alike.
+  if (dfas.length > MAX_AUTOMATA) issues.push(grammarIssue('too-many-automata', 'tags', { detail: `${dfas.length} automata`, budget: MAX_AUTOMATA }));
 
   return {
     grammar, machine, states, events: eventTypes.map((type) => ({ type })), next, codes, dfas, replies, handovers,

@@ -11,6 +11,8 @@ export interface LocatedJson {
   places: Map<string, Place>;
 }
 
+const MAX_DEPTH = 256;
+
 export class JsonSyntaxError extends Error {
   constructor(message: string, readonly place: Place) {
     super(message);
@@ -57,8 +59,20 @@ export function parseLocated(text: string): LocatedJson {
     }
   };
 
+  let depth = 0;
   const parseValue = (path: string): unknown => {
     skipSpace();
+    // Parsed by recursion: a file nested thousands of levels deep would overflow the stack. No grammar nests
+    // more than a few levels, so a deep one is a located syntax error instead.
+    if (depth >= MAX_DEPTH && (text[at] === '{' || text[at] === '[')) fail(`nested more than ${MAX_DEPTH} levels deep`);
+    depth++;
+    try {
+      return parseNested(path);
+    } finally {
+      depth--;
+    }
+  };
+  const parseNested = (path: string): unknown => {
     places.set(path, place());
     const c = text[at];
     if (c === '{') {

@@ -3,6 +3,7 @@
  * kind a span has, which diagnostics a step raises). compile.ts enumerates it into tables.
  */
 import type { Grammar } from './schema.ts';
+import { MAX_NESTING } from './check.ts';
 import type { TransitionCode } from '../diagnostics.ts';
 
 export type { TransitionCode };
@@ -33,11 +34,10 @@ export function machineConfig(grammar: Grammar) {
   // Kinds nest where a tag `contains` another: `function_calls>invoke>parameter` is a state of its own, so
   // closing the inner tag returns to the outer kind. Any other tag opened inside a closable one replaces it
   // (a `nested-tag` note); markers without a close just follow one another.
-  const MAX_DEPTH = 4;
   const stacks: string[][] = [['text']];
   const grow = (stack: string[]) => {
     stacks.push(stack);
-    if (stack.length >= MAX_DEPTH) return;
+    if (stack.length >= MAX_NESTING) return;
     for (const inner of grammar.tags[stack[stack.length - 1]].contains) if (!stack.includes(inner)) grow([...stack, inner]);
   };
   for (const tag of tagNames) grow([tag]);

@@ -8,7 +8,7 @@
  */
 import type { CompiledGrammar, Role } from '../grammar/compile.ts';
 import { buildDfa, interruptTrigger, type Dfa } from '../grammar/automata.ts';
-import { modelLiterals } from '../grammar/check.ts';
+import { MAX_AUTOMATA, modelLiterals } from '../grammar/check.ts';
 import { optionValueProblem, type Grammar } from '../grammar/schema.ts';
 import { KNOWN, type ByteTable } from '../tokenizer/table.ts';
 import { buildScanView } from '../tokenizer/special.ts';
@@ -97,7 +97,7 @@ function allLiterals(grammar: Grammar): string[] {
 }
 
 function buildTables(grammar: CompiledGrammar, table: ByteTable): GrammarTables {
-  if (grammar.dfas.length > 32) throw new Error(`grammar ${grammar.grammar.name} needs ${grammar.dfas.length} automata; at most 32 are supported`);
+  if (grammar.dfas.length > MAX_AUTOMATA) throw new Error(`grammar ${grammar.grammar.name} needs ${grammar.dfas.length} automata; at most 32 are supported`);
   const view = buildScanView(table, allLiterals(grammar.grammar));
   const { encode } = view;
   const others = modelLiterals(grammar.grammar).map((item) => encode(item.literal));
