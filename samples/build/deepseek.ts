@@ -19,6 +19,9 @@
  *    `<｜tool▁call▁begin｜>…<｜tool▁call▁end｜>`; each tool output is `<｜tool▁output▁begin｜>…<｜tool▁output▁end｜>`,
  *    back to back, and no generation prompt follows them: the model writes right after the last one.
  *
+ *  - R1, by the rules of its template (as in llama.cpp models/templates/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja
+ *    @ 20bdc4fac4e8779e5b73646f4b3b24a9964aa566): the generation prompt is `<｜Assistant｜><think>\n`.
+ *
  * Each sampled turn is the model's text with the `<｜end▁of▁sentence｜>` it sampled (mask 1), tokenized on its
  * own (samples/build/family-kit.ts). deepseek-v3-qwen3 writes the same text tokenized by Qwen3, where every
  * DeepSeek marker is ordinary text.
@@ -219,7 +222,28 @@ function v31Cases(): FamilyCase[] {
   ];
 }
 
-export const deepseekCases = (native: boolean): FamilyCase[] => [...v3Cases(native), ...v31Cases()];
+// ─── R1: by its template's rules ─────────────────────────────────────────────
+
+export const DEEPSEEK_R1_TEMPLATE = 'ggml-org/llama.cpp models/templates/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja @ 20bdc4fac4e8779e5b73646f4b3b24a9964aa566';
+const HOW_R1 = `by the rules of the DeepSeek-R1 chat template (${DEEPSEEK_R1_TEMPLATE}): the generation prompt is <｜Assistant｜><think>\\n`;
+
+function r1Cases(): FamilyCase[] {
+  return [
+    {
+      id: 'l-r1-thinking-follow-up',
+      note: 'DeepSeek-R1: the generation prompt ends <｜Assistant｜><think>\\n (the template\'s, observation, newline included: the line sets r1_prefill=1); the model writes its reasoning, </think>, the answer and EOS; a user follow-up ends with the same generation prompt.',
+      options: { r1_prefill: 1 },
+      pieces: [
+        { kind: 'prompt', text: `${BOS}${USER}Is 97 prime?${ASSISTANT}<think>\n`, how: `prompt ${HOW_R1}` },
+        sampled(`Check 2, 3, 5, 7: none divides 97.\n</think>\n\nYes, 97 is prime.${EOS}`),
+        { kind: 'observation', text: `${USER}And 99?${ASSISTANT}<think>\n`, how: `user follow-up ${HOW_R1}` },
+        sampled(`99 = 9 × 11.\n</think>\n\nNo, 99 = 9 × 11.${EOS}`),
+      ],
+    },
+  ];
+}
+
+export const deepseekCases = (native: boolean): FamilyCase[] => [...v3Cases(native), ...v31Cases(), ...r1Cases()];
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   for (const target of DEEPSEEK_TARGETS) {

@@ -65,7 +65,7 @@ describe.each(TARGETS)('samples/$target.folder', ({ target, cases }) => {
     it('DeepSeek: replies after tool calls are tool outputs with no <｜Assistant｜>; user replies end with <｜Assistant｜> and what its generation prompt adds', () => {
       for (const b of built) {
         for (const s of b.segments.filter((segment) => segment.kind === 'observation')) {
-          if (s.text.startsWith('<｜User｜>')) expect(s.text).toMatch(/<｜Assistant｜>(<think>|<\/think>)?$/);
+          if (s.text.startsWith('<｜User｜>')) expect(s.text).toMatch(/<｜Assistant｜>(<think>\n?|<\/think>)?$/);
           else {
             expect(s.text).toMatch(/^\n?<｜tool▁outputs?▁begin｜>/);
             expect(s.text).not.toContain('<｜Assistant｜>');
