@@ -6,4 +6,5 @@ import { existsSync } from 'node:fs';
 
 const builder = new URL('../scripts/build-cli.js', import.meta.url);
 if (existsSync(builder)) await (await import(builder.href)).buildCli({ ifChanged: true });
-await import('../dist/cli.js');
+// By URL, so type-checking bin/ (tsconfig.bin.json) does not pull in the generated bundle.
+await import(new URL('../dist/cli.js', import.meta.url).href);
