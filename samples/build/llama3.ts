@@ -126,7 +126,7 @@ export function llama3Cases(): FamilyCase[] {
     new LlamaChat([system, { role: 'user', content: 'Weather in Madrid?' }])
       .sample(weatherCall('Madrid')).reply({ role: 'tool', content: weatherResult('Madrid', 27, 'sunny') })
       .sample('Madrid: 27 °C and sunny.'));
-  add('g-quoting-template-tokens', 'The user and the model quote the template\'s own tokens spelled out (ordinary tokens): text, never a turn end or a header. The user\'s quote is prompt; the model\'s stays action.',
+  add('g-quoting-template-tokens', 'The user and the model quote the template\'s own tokens spelled out (ordinary tokens): text, never a turn end or a header. The user\'s quote is prompt; the model\'s stays action. In these lenml tokenizers <|eom_id|> is no special token, so the model\'s spelled-out <|eom_id|> is heard as a turn end: the text after it still stays action (text-after-end), as a stop token followed by no reply leaves it.',
     new LlamaChat([system, { role: 'user', content: quote('Why does my log show "<|eot_id|><|start_header_id|>assistant<|end_header_id|>" in the middle of a reply?') }])
       .sample(quote('Because <|eot_id|> ends a turn and <|start_header_id|>assistant<|end_header_id|> opens the next one: your log joined two turns.'))
       .reply({ role: 'user', content: quote('And <|eom_id|>?') })
