@@ -210,6 +210,16 @@ function v31Cases(): FamilyCase[] {
       ],
     },
     {
+      id: 'm-v31-prompt-length-before-generation-prompt',
+      note: 'prompt_length ends before the generation prompt, which opens the response with mask 0 (SkyRL\'s re-rendering mode): <｜Assistant｜></think> there is the template\'s, never the model\'s.',
+      statePromptLength: true,
+      pieces: [
+        { kind: 'prompt', text: `${BOS}${SYSTEM}${USER}Capital of Italy?`, how: `prompt ${HOW_V31}, without the generation prompt` },
+        { kind: 'observation', text: v31GenerationPrompt(false), how: 'the generation prompt, written at the head of the response (mask 0)' },
+        sampled(`Rome.${EOS}`),
+      ],
+    },
+    {
       id: 'k-v31-calls-end-without-eos',
       note: 'A tool-call turn that ends at <｜tool▁calls▁end｜> with no end token (tinker-cookbook renders a call turn with empty content so, and a sampler may stop on the calls\' end): the outputs follow the model\'s <｜tool▁calls▁end｜> directly.',
       pieces: [

@@ -88,8 +88,16 @@ export function writeFamilySuite(target: FamilyTarget, cases: FamilyCase[], samp
   mkdirSync(dir, { recursive: true });
   writeFileSync(path.join(dir, 'rollouts.jsonl'), jsonl(built.map((b) => withOptions(b, rolloutLine(b)))));
   // Re-encoding a piece that spells a special token out would turn it into the token: not the same stream.
-  const plain = built.filter((b) => !b.chatCase.pieces.some(hasQuote));
-  writeFileSync(path.join(dir, 'retokenized.jsonl'), jsonl(plain.map((b) => withOptions(b, retokenizedLine(t, b)))));
+  // So does a stated prompt_length that re-encoding moves inside a token (it would name no token boundary).
+  const retokenized = built.filter((b) => !b.chatCase.pieces.some(hasQuote)).flatMap((b) => {
+    try {
+      return [withOptions(b, retokenizedLine(t, b))];
+    } catch (error) {
+      if (b.chatCase.statePromptLength && /prompt end falls inside a token/.test((error as Error).message)) return [];
+      throw error;
+    }
+  });
+  writeFileSync(path.join(dir, 'retokenized.jsonl'), jsonl(retokenized));
   writeFileSync(path.join(dir, 'trajectories.jsonl'), jsonl(built.map((b) => withOptions(b, trajectoryLine(b)))));
   const suite = {
     grammar: target.grammar,

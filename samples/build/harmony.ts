@@ -193,6 +193,16 @@ export function harmonyCases(native: boolean): FamilyCase[] {
       padding: 3,
     },
   ];
+  cases.push({
+    id: 'j-prompt-length-before-generation-prompt',
+    note: 'prompt_length ends before the generation prompt, which opens the response with mask 0 (SkyRL\'s re-rendering mode writes the generation prompt into response_ids so): <|start|>assistant there is the template\'s header, never the model\'s.',
+    statePromptLength: true,
+    pieces: [
+      prompt(developerMessage('Be brief.') + userMessage('Capital of France?')),
+      reply(GENERATION_PROMPT, 'the generation prompt, written at the head of the response (mask 0)'),
+      sample(completion(analysis('Easy.'), final('Paris.'))),
+    ],
+  });
   if (native) {
     cases.push({
       id: 'i-quoted-markers',
