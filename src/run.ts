@@ -7,7 +7,7 @@ import type { MaskResult } from './masker.ts';
 import type { Frame } from './conformance.ts';
 import { JsonlWriter, OutputClosed, OutputError, readJsonlBatches, readJsonlGz } from './io/jsonl.ts';
 import { spliceTokens } from './io/rollout.ts';
-import { errorLine, idJson, idOf, messageOf, writable, writeMaskLine } from './io/lines.ts';
+import { errorLine, idJson, idOf, errorMessage, writable, writeMaskLine } from './io/lines.ts';
 import { isParquetPath, ParquetRowWriter, readParquetRows } from './io/parquet.ts';
 import { actionRuns, auditPrepared, maskPrepared, prepareRollout, spansWithChars, tokenCharOffsets, weighted, type MaskFormat, type Prepared } from './io/prepare.ts';
 import { detectShape, flatRollout, givenInStream, readShaped, ShapeError, writeBackShaped, type ShapedLine, type ShapeName } from './io/shapes.ts';
@@ -98,7 +98,7 @@ function readRecord(record: InputRecord, format: ShapeName | undefined, needMask
     try {
       value = JSON.parse(record.bytes!.toString('utf8')) as Record<string, unknown>;
     } catch (error) {
-      throw new ShapeError(`not valid JSON (${messageOf(error)})`);
+      throw new ShapeError(`not valid JSON (${errorMessage(error)})`);
     }
   }
   return { line: readShaped(value, format, needMask), value };
@@ -219,7 +219,7 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
           // A failed write ends the run (the caller removes the temporary output); anything else is this record's failure.
           if (error instanceof OutputError || error instanceof OutputClosed) throw error;
           summary.failed++;
-          const message = messageOf(error);
+          const message = errorMessage(error);
           log(`${source}: ${message}`);
           const id = rolloutId ?? (item.value ? item.value.id ?? null : idOf(recordText(item)));
           sink.error(id, item.number, message);
@@ -251,7 +251,7 @@ export async function* maskedRecords(pool: MaskerPool, input: string, format?: S
       try {
         line = readRecord(item, format, false).line;
       } catch (error) {
-        yield { number: item.number, error: messageOf(error), id: item.value ? item.value.id ?? null : idOf(recordText(item)) };
+        yield { number: item.number, error: errorMessage(error), id: item.value ? item.value.id ?? null : idOf(recordText(item)) };
         continue;
       }
       for (const rollout of line.rollouts) {
@@ -259,7 +259,7 @@ export async function* maskedRecords(pool: MaskerPool, input: string, format?: S
           const prepared = prepareRollout(pool, rollout);
           yield { number: item.number, prepared, result: maskPrepared(pool, prepared), shape: line.shape };
         } catch (error) {
-          yield { number: item.number, error: messageOf(error), id: rollout.id };
+          yield { number: item.number, error: errorMessage(error), id: rollout.id };
         }
       }
     }
@@ -280,7 +280,7 @@ export async function runMerge(input: string, output: string | undefined, table:
           try {
             value = JSON.parse(line.text);
           } catch (error) {
-            throw new Error(`not valid JSON (${messageOf(error)})`);
+            throw new Error(`not valid JSON (${errorMessage(error)})`);
           }
           const parsed = parseTrajectoryLine(value, where);
           id = parsed.id;
@@ -303,7 +303,7 @@ export async function runMerge(input: string, output: string | undefined, table:
         } catch (error) {
           if (error instanceof OutputError || error instanceof OutputClosed) throw error;
           failed++;
-          const message = messageOf(error);
+          const message = errorMessage(error);
           log(message.startsWith(where) ? message : `${where}: ${message}`);
           writer.write(errorLine(id ?? idOf(line.text), line.number, message));
         }

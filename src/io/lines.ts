@@ -8,7 +8,7 @@ import type { Disagreement, Frame } from '../conformance.ts';
 import type { JsonlWriter } from './jsonl.ts';
 
 /** A thrown value's message, whatever was thrown. */
-export function messageOf(error: unknown): string {
+export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
@@ -17,7 +17,7 @@ export function idJson(id: unknown): string {
   try {
     return JSON.stringify(id ?? null) ?? 'null';
   } catch (error) {
-    throw new Error(`"id" cannot be written back as JSON (${messageOf(error)})`);
+    throw new Error(`"id" cannot be written back as JSON (${errorMessage(error)})`);
   }
 }
 
