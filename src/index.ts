@@ -9,6 +9,8 @@ export { loadGrammar, checkGrammarFile, bundledGrammarNames, GrammarError, forma
 export { compileGrammar, machineConfig } from './grammar/compile.ts';
 export { loadTokenizer } from './tokenizer/load.ts';
 export { buildByteTable, textOf } from './tokenizer/table.ts';
+// Which parts of a literal are special tokens of a tokenizer (matched by id) and which are text (bytes).
+export { cutLiteral, specialTokens, type LiteralPart } from './tokenizer/special.ts';
 export { RolloutError } from './diagnostics.ts';
 export type { Diagnostic, DiagnosticCode, Severity } from './diagnostics.ts';
 export type { Span } from './spans.ts';
