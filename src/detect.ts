@@ -97,26 +97,24 @@ export function grammarLiterals(grammar: Grammar): Map<string, string[]> {
   return literals;
 }
 
-/** Each rollout's bytes, from the tokenizer's byte table; ids outside it are counted and skipped. */
-function streamBytes(table: ByteTable, tokens: ArrayLike<number>): { bytes: Buffer; unknown: number } {
-  let length = 0;
+/** A rollout's bytes, from the tokenizer's byte table (ids outside it are counted and skipped), with where each token starts. */
+interface Stream { bytes: Buffer; starts: Int32Array; unknown: number }
+
+function streamOf(table: ByteTable, tokens: ArrayLike<number>): Stream {
+  const starts = new Int32Array(tokens.length + 1);
   let unknown = 0;
   for (let i = 0; i < tokens.length; i++) {
     const id = tokens[i];
-    if (id < table.size && (table.flags[id] & KNOWN)) length += table.offsets[id + 1] - table.offsets[id];
-    else unknown++;
+    const known = id < table.size && (table.flags[id] & KNOWN);
+    if (!known) unknown++;
+    starts[i + 1] = starts[i] + (known ? table.offsets[id + 1] - table.offsets[id] : 0);
   }
-  const bytes = Buffer.allocUnsafe(length);
-  let at = 0;
+  const bytes = Buffer.allocUnsafe(starts[tokens.length]);
   for (let i = 0; i < tokens.length; i++) {
     const id = tokens[i];
-    if (!(id < table.size && (table.flags[id] & KNOWN))) continue;
-    const start = table.offsets[id];
-    const end = table.offsets[id + 1];
-    bytes.set(table.pieces.subarray(start, end), at);
-    at += end - start;
+    if (starts[i + 1] > starts[i]) bytes.set(table.pieces.subarray(table.offsets[id], table.offsets[id + 1]), starts[i]);
   }
-  return { bytes, unknown };
+  return { bytes, starts, unknown };
 }
 
 function occurrences(haystack: Buffer, needle: Buffer): number {
@@ -125,7 +123,7 @@ function occurrences(haystack: Buffer, needle: Buffer): number {
   return count;
 }
 
-function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollouts: DetectRollout[]): CandidateVerdict {
+function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollouts: DetectRollout[], streams: Stream[]): CandidateVerdict {
   const spec = grammar.grammar;
   const masker = new Masker(grammar, table);
   let promptFound = 0;
@@ -135,7 +133,7 @@ function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollout
   let clean = 0;
   // Markers count only after this grammar's prompt end: a prompt quotes the tags it asks for (Search-R1's does).
   const afterPrompt: Buffer[] = [];
-  for (const rollout of rollouts) {
+  rollouts.forEach((rollout, r) => {
     let from = rollout.tokens.length;
     try {
       const result = masker.mask(rollout.tokens, { promptLength: rollout.promptLength });
@@ -151,8 +149,8 @@ function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollout
     } catch {
       withErrors++;
     }
-    afterPrompt.push(streamBytes(table, Array.prototype.slice.call(rollout.tokens, from) as number[]).bytes);
-  }
+    afterPrompt.push(streams[r].bytes.subarray(streams[r].starts[from]));
+  });
 
   const literals = grammarLiterals(spec);
   const found: LiteralEvidence[] = [];
@@ -164,9 +162,9 @@ function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollout
     const needle = Buffer.from(literal, 'utf8');
     let count = 0;
     let inRollouts = 0;
-    rollouts.forEach((rollout, r) => {
+    streams.forEach((stream, r) => {
       // The prompt's end is the last bytes of the prompt: look for it in the whole stream.
-      const here = occurrences(isPromptEnd ? streamBytes(table, rollout.tokens).bytes : afterPrompt[r], needle);
+      const here = occurrences(isPromptEnd ? stream.bytes : afterPrompt[r], needle);
       count += here;
       if (here) inRollouts++;
     });
@@ -203,9 +201,9 @@ function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollout
 /** Judge every candidate grammar (default: the bundled ones) on these rollouts. */
 export function detectGrammar(rollouts: DetectRollout[], table: ByteTable, candidates?: Array<{ name: string; grammar: CompiledGrammar }>): Detection {
   const list = candidates ?? bundledGrammarNames().map((name) => ({ name, grammar: loadGrammar(name) }));
-  let unknownIds = 0;
-  for (const rollout of rollouts) unknownIds += streamBytes(table, rollout.tokens).unknown;
-  const verdicts = list.map(({ name, grammar }) => judge(name, grammar, table, rollouts));
+  const streams = rollouts.map((rollout) => streamOf(table, rollout.tokens));
+  const unknownIds = streams.reduce((n, stream) => n + stream.unknown, 0);
+  const verdicts = list.map(({ name, grammar }) => judge(name, grammar, table, rollouts, streams));
   const rank: Record<Fit, number> = { fits: 0, partial: 1, no: 2 };
   verdicts.sort((a, b) => rank[a.fit] - rank[b.fit] || b.found.length - a.found.length || a.grammar.localeCompare(b.grammar));
 
