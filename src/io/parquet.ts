@@ -6,13 +6,10 @@
  * rollouts reads as it is.
  */
 import { renameSync, rmSync } from 'node:fs';
-import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
+import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects, parquetSchema } from 'hyparquet';
 import { ParquetWriter, fileWriter } from 'hyparquet-writer';
 
 export const isParquetPath = (path: string | undefined) => path !== undefined && /\.parquet$/i.test(path);
-
-/** Rows read within one group at a time, where the file's offset index lets pages be read by row. */
-const SLICE_ROWS = 4096;
 
 /** Parquet's INT64 comes back as BigInt: token ids and lengths are plain numbers here. */
 function plain(value: unknown): unknown {
@@ -30,31 +27,94 @@ function plain(value: unknown): unknown {
   return value;
 }
 
-/** Rows of a Parquet file as objects (a field per column), numbered from 1, in order. */
+/**
+ * One column of one row group, kept compact: a list-of-numbers column as one Float64Array of values and row
+ * offsets (8 bytes a value instead of a BigInt object each), anything else as plain values.
+ */
+type CompactColumn =
+  | { kind: 'lists'; values: Float64Array; offsets: Uint32Array; present: Uint8Array; booleans: boolean }
+  | { kind: 'plain'; values: unknown[] };
+
+function compact(cells: unknown[]): CompactColumn {
+  // One pass to size and type-check: lists of numbers, bigints or booleans only (nulls allowed).
+  let total = 0;
+  let lists = 0;
+  for (const cell of cells) {
+    if (cell === null || cell === undefined) continue;
+    if (!Array.isArray(cell)) return plainColumn(cells);
+    const first = cell[0];
+    if (cell.length && typeof first !== 'number' && typeof first !== 'bigint' && typeof first !== 'boolean') return plainColumn(cells);
+    total += cell.length;
+    lists++;
+  }
+  if (!lists || !total) return plainColumn(cells);
+  const values = new Float64Array(total);
+  const offsets = new Uint32Array(cells.length + 1);
+  const present = new Uint8Array(cells.length);
+  let at = 0;
+  let booleans = false;
+  for (let row = 0; row < cells.length; row++) {
+    offsets[row] = at;
+    const cell = cells[row];
+    if (!Array.isArray(cell)) continue;
+    present[row] = 1;
+    for (let i = 0; i < cell.length; i++) {
+      const item = cell[i];
+      if (typeof item === 'number') values[at++] = item;
+      else if (typeof item === 'bigint') values[at++] = Number(item);
+      else if (typeof item === 'boolean') { booleans = true; values[at++] = item ? 1 : 0; }
+      // A list mixing other values is not a list of ids: keep the column as it is.
+      else return plainColumn(cells);
+    }
+  }
+  offsets[cells.length] = at;
+  return { kind: 'lists', values, offsets, present, booleans };
+}
+
+const plainColumn = (cells: unknown[]): CompactColumn => ({ kind: 'plain', values: cells.map((cell) => (cell === null || cell === undefined ? undefined : plain(cell))) });
+
+function cellOf(column: CompactColumn, row: number): unknown {
+  if (column.kind === 'plain') return column.values[row];
+  if (!column.present[row]) return undefined;
+  const slice = column.values.subarray(column.offsets[row], column.offsets[row + 1]);
+  return column.booleans ? Array.from(slice, (value) => value === 1) : Array.from(slice);
+}
+
+/**
+ * Rows of a Parquet file as objects (a field per column; a null cell is a field the row does not have),
+ * numbered from 1, in order. Memory is bounded by one row group: hyparquet decodes a nested column chunk
+ * whole, so a group is read column by column and each column is packed (compact) before the next is read.
+ */
 export async function* readParquetRows(path: string): AsyncGenerator<{ number: number; value: Record<string, unknown> }> {
   const file = await asyncBufferFromFile(path);
   const metadata = await parquetMetadataAsync(file);
+  const names = parquetSchema(metadata).children.map((child) => child.element.name);
   let groupStart = 0;
   let number = 0;
   for (const group of metadata.row_groups) {
     const groupRows = Number(group.num_rows);
-    const paged = group.columns.every((column) => column.offset_index_offset !== undefined);
-    // Without an offset index a slice would re-read the whole column chunk: read the group at once.
-    const step = paged ? SLICE_ROWS : groupRows;
-    for (let start = groupStart; start < groupStart + groupRows; start += step) {
-      const rows = await parquetReadObjects({ file, metadata, rowStart: start, rowEnd: Math.min(start + step, groupStart + groupRows), useOffsetIndex: paged });
-      for (const row of rows) {
-        // A null cell is a field the row does not have (an optional prompt_length, a mask `mask` does not need).
-        const value: Record<string, unknown> = {};
-        for (const [key, cell] of Object.entries(row)) if (cell !== null && cell !== undefined) value[key] = plain(cell);
-        yield { number: ++number, value };
-      }
+    const rowEnd = groupStart + groupRows;
+    const columns: Array<[string, CompactColumn]> = [];
+    for (const name of names) {
+      const rows = await parquetReadObjects({ file, metadata, rowStart: groupStart, rowEnd, columns: [name] });
+      columns.push([name, compact(rows.map((row) => row[name]))]);
     }
-    groupStart += groupRows;
+    for (let row = 0; row < groupRows; row++) {
+      const value: Record<string, unknown> = {};
+      for (const [name, column] of columns) {
+        const cell = cellOf(column, row);
+        if (cell !== null && cell !== undefined) value[name] = cell;
+      }
+      yield { number: ++number, value };
+    }
+    groupStart = rowEnd;
   }
 }
 
-type ColumnKind = 'ints' | 'floats' | 'bools' | 'string' | 'int' | 'float' | 'bool' | 'json';
+type ColumnKind = 'ids' | 'ints' | 'floats' | 'bools' | 'string' | 'int' | 'float' | 'bool' | 'json';
+
+/** Token ids and masks fit 32 unsigned bits: written as uint32, read back as plain numbers (no BigInt). */
+const UINT32_MAX = 0xffffffff;
 
 function kindOf(value: unknown): ColumnKind {
   if (Array.isArray(value)) {
@@ -72,6 +132,7 @@ function kindOf(value: unknown): ColumnKind {
 /** Whether a value can go in a column of that kind (an int list in a float list column, …). */
 function fits(kind: ColumnKind, value: unknown): boolean {
   if (value === null || value === undefined) return true;
+  if (kind === 'ids') return Array.isArray(value) && value.every((item) => typeof item === 'number' && Number.isInteger(item) && item >= 0 && item <= UINT32_MAX);
   const own = kindOf(value);
   if (own === kind) return true;
   if (kind === 'floats' && own === 'ints') return true;
@@ -88,6 +149,7 @@ function schemaFor(name: string, kind: ColumnKind): Array<Record<string, unknown
     { name: 'element', repetition_type: 'REQUIRED', ...element },
   ];
   switch (kind) {
+    case 'ids': return list({ type: 'INT32', converted_type: 'UINT_32' });
     case 'ints': return list({ type: 'INT64' });
     case 'floats': return list({ type: 'DOUBLE' });
     case 'bools': return list({ type: 'BOOLEAN' });
@@ -150,6 +212,8 @@ export class ParquetRowWriter {
           else if (!fits(known, value)) kinds.set(name, known === 'ints' && kind === 'floats' ? 'floats' : 'json');
         }
       }
+      // Integer lists that fit 32 unsigned bits (ids, masks) are written as uint32: smaller, and read without BigInt.
+      for (const [name, kind] of kinds) if (kind === 'ints' && this.rows.every((row) => fits('ids', row[name]))) kinds.set(name, 'ids');
       this.columns = [...kinds].map(([name, kind]) => ({ name, kind }));
       const schema = [{ name: 'root', num_children: this.columns.length }, ...this.columns.flatMap(({ name, kind }) => schemaFor(name, kind))];
       this.writer = new ParquetWriter({ writer: fileWriter(this.temporary), schema: schema as never, codec: 'SNAPPY', createdBy: 'tagmask (hyparquet-writer)' });

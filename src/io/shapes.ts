@@ -442,36 +442,46 @@ function textField(value: unknown, field: string): string {
 export const SHAPE_NAMES: ShapeName[] = [...new Set(SHAPES.map((shape) => shape.name))];
 
 const has = (value: Json, key: string): boolean => {
-  const [head, ...rest] = key.split('.');
-  if (!(head in value)) return false;
-  return rest.length === 0 || (isObject(value[head]) && has(value[head] as Json, rest.join('.')));
+  const dot = key.indexOf('.');
+  // Called for every shape on every line: plain keys without splitting.
+  if (dot < 0) return key in value;
+  const head = key.slice(0, dot);
+  return head in value && isObject(value[head]) && has(value[head] as Json, key.slice(dot + 1));
 };
 
 /** Shapes of that name (tinker has two spellings: the flat datum and tinker's own Datum). */
 const shapesNamed = (name: ShapeName) => SHAPES.filter((shape) => shape.name === name);
 
 /** How well a line's keys fit a shape: its reading keys all present, then the most keys matched. */
+const ALL_KEYS = new Map<ShapeSpec, string[]>();
 function score(shape: ShapeSpec, value: Json): number {
-  return [...shape.keys, ...shape.maskKeys, ...(shape.hints ?? [])].filter((key) => has(value, key)).length;
+  let keys = ALL_KEYS.get(shape);
+  if (!keys) ALL_KEYS.set(shape, keys = [...new Set([...shape.keys, ...shape.maskKeys, ...(shape.hints ?? [])])]);
+  let points = 0;
+  for (const key of keys) if (has(value, key)) points++;
+  return points;
 }
 
 /** Which shape a line is (by its keys), or an error naming the closest shapes and what they miss. */
 export function detectShape(value: Json, needMask = false): ShapeSpec {
   let best: ShapeSpec | undefined;
   let bestScore = -1;
-  for (const shape of SHAPES) {
-    if (!shape.keys.every((key) => has(value, key))) continue;
-    const points = score(shape, value);
-    if (points > bestScore) { best = shape; bestScore = points; }
-  }
-  // Closest: the shapes sharing the most keys with the line, and what each misses.
-  const near = SHAPES.map((shape) => ({ shape, points: score(shape, value) }))
-    .filter((item) => item.points > 0 && item.points > bestScore && !item.shape.keys.every((key) => has(value, key)))
-    .sort((a, b) => b.points - a.points);
-  if (best && !near.length) {
+  // Every shape's score, once (this runs for every line).
+  const scores = SHAPES.map((shape) => score(shape, value));
+  const fits = SHAPES.map((shape) => shape.keys.every((key) => has(value, key)));
+  SHAPES.forEach((shape, k) => {
+    if (fits[k] && scores[k] > bestScore) { best = shape; bestScore = scores[k]; }
+  });
+  let richer = false;
+  SHAPES.forEach((_, k) => { if (!fits[k] && scores[k] > 0 && scores[k] > bestScore) richer = true; });
+  if (best && !richer) {
     if (needMask) requireMask(best, value);
     return best;
   }
+  // Closest: the shapes sharing the most keys with the line (more than the shape it fits, if any), and what each misses.
+  const near = SHAPES.map((shape, k) => ({ shape, points: scores[k] }))
+    .filter((item, k) => item.points > 0 && item.points > bestScore && !fits[k])
+    .sort((a, b) => b.points - a.points);
   // A line that fits a plain shape but shares more keys with a richer one (`tokens` + `loss_mask` is a
   // slime Sample without its `response_length`) is that richer shape with a key missing, not the plain one.
   if (!near.length) {
