@@ -87,10 +87,10 @@ describe('large inputs stream in bounded memory', () => {
   it(`${GZ_ROLLOUTS} rollouts in .jsonl.gz, out as .jsonl.gz`, async () => {
     const input = join(dir, 'in.jsonl.gz');
     const gzip = createGzip();
-    const done = new Promise((resolve) => gzip.pipe(createWriteStream(input)).on('finish', resolve));
+    const done = new Promise<void>((resolve) => { gzip.pipe(createWriteStream(input)).on('finish', () => resolve()); });
     for (let i = 0; i < GZ_ROLLOUTS; i++) {
       const base = bases[i % 4];
-      if (!gzip.write(`{"id":"r${i}","tokens":[${base.tokens.join(',')}]}\n`)) await new Promise((resolve) => gzip.once('drain', resolve));
+      if (!gzip.write(`{"id":"r${i}","tokens":[${base.tokens.join(',')}]}\n`)) await new Promise<void>((resolve) => { gzip.once('drain', () => resolve()); });
     }
     gzip.end();
     await done;
