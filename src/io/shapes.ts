@@ -406,8 +406,11 @@ export const SHAPES: ShapeSpec[] = [
         return rollout;
       });
     },
-    // prime-rl writes the mask as booleans.
-    writeBack: (value, _rollouts, masks) => ({ ...value, loss_mask: masks.flatMap((mask) => Array.from(mask, (bit) => bit === 1)) }),
+    // prime-rl writes the mask as booleans (weights, from --observation-weight, stay numbers).
+    writeBack: (value, _rollouts, masks) => {
+      const flat = masks.flatMap((mask) => Array.from(mask));
+      return { ...value, loss_mask: flat.every((bit) => bit === 0 || bit === 1) ? flat.map((bit) => bit === 1) : flat };
+    },
   },
   {
     name: 'text-io', framework: 'verl rollout_data_dir (text)', keys: ['input', 'output'], maskKeys: [],

@@ -136,3 +136,38 @@ describe('check in each framework\'s frame, on the CLI', () => {
     expect(run.stderr).toContain('action_mask[200]');
   });
 });
+
+describe('text and messages on the CLI', () => {
+  it('{input, output} with --spans chars: spans carry character offsets that slice the text; tokens and retokenized-text go out', async () => {
+    const input = 'Question: capital of france?\n';
+    const output = '<think>search it</think>\n<search> capital of france </search>\n\n<information>Paris.</information>\n\n<answer> Paris </answer>';
+    const run = await tagmask([...MASK, '--spans', 'chars'], `${JSON.stringify({ input, output, request_id: 'q1' })}\n`);
+    expect(run.code).toBe(0);
+    const [line] = jsonLines(run.stdout);
+    expect(line.id).toBe('q1');
+    expect(line.tokens.length).toBe(line.mask.length);
+    expect(line.diagnostics.map((item: { code: string }) => item.code)).toContain('retokenized-text');
+    const text = Array.from(input + output);
+    // Neighbouring action spans (think, the newline, search) joined: the action runs as text
+    const runs: string[] = [];
+    let previous = '';
+    for (const span of line.spans as Array<{ role: string; chars: [number, number] }>) {
+      const piece = text.slice(...span.chars).join('');
+      if (span.role === 'action' && previous === 'action') runs[runs.length - 1] += piece;
+      else if (span.role === 'action') runs.push(piece);
+      previous = span.role;
+    }
+    // Re-encoded in one piece, ">\n\n" ends </search> and starts the reply: a straddling token, observation (straddle=0)
+    expect(runs).toEqual(['<think>search it</think>\n<search> capital of france </search', '<answer> Paris </answer>']);
+    expect(line.diagnostics.map((item: { code: string }) => item.code)).toContain('straddling-token');
+  });
+
+  it('show reads shapes too: a TRL line is shown with its action marked', async () => {
+    const line = samples[1];
+    const P = promptEnd(line);
+    const run = await tagmask(['show', '--grammar', 'search-r1', '--tokenizer', QWEN, '--no-color'], `${JSON.stringify({ id: line.id, prompt_ids: line.tokens.slice(0, P), completion_ids: line.tokens.slice(P), options: line.options })}\n`);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(line.id);
+    expect(run.stdout).toContain('«');
+  });
+});
