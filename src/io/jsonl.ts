@@ -45,8 +45,12 @@ function readSome(fd: number, buffer: Buffer, at: number): number {
  * takes the complete lines; a line longer than the buffer grows it, and the buffer shrinks back after such
  * a line so that one huge rollout does not keep its memory for the rest of the run.
  */
-class LineSplitter {
-  buffer = Buffer.allocUnsafe(READ_CHUNK);
+export class LineSplitter {
+  buffer: Buffer;
+  /** `size`: the normal buffer size (tests use tiny ones, so lines outgrow it). */
+  constructor(private readonly size = READ_CHUNK) {
+    this.buffer = Buffer.allocUnsafe(size);
+  }
   /** Bytes of an unfinished line kept at the front. */
   kept = 0;
   number = 0;
@@ -90,9 +94,9 @@ class LineSplitter {
     if (!this.unfinished) return;
     const { start, end } = this.unfinished;
     this.unfinished = undefined;
-    if (this.buffer.length > READ_CHUNK && end - start < READ_CHUNK / 2) {
+    if (this.buffer.length > this.size && end - start < this.size / 2) {
       // A long line is done: go back to the normal buffer size.
-      const smaller = Buffer.allocUnsafe(READ_CHUNK);
+      const smaller = Buffer.allocUnsafe(this.size);
       this.buffer.copy(smaller, 0, start, end);
       this.buffer = smaller;
     } else {

@@ -1,0 +1,59 @@
+/**
+ * `npm run fuzz [-- --runs N] [-- --seed S]`: the properties of test/fuzz/harness.ts at length (10^6 mutated
+ * sample rollouts by default, with maskBatch and random-grammar runs in proportion). Prints the seed, the
+ * counts, and any counterexample shrunk by fast-check, with the seed and path that replay it; exits 1 then.
+ */
+import fc from 'fast-check';
+import { Masker, type OptionValues } from '../../src/index.ts';
+import { caseOf, checkBatch, checkRollout, compileRandom, randomGrammar, randomStream, realise, sampleSubjects, tokensOf } from './harness.ts';
+
+function argument(name: string, fallback: number): number {
+  const at = process.argv.indexOf(`--${name}`);
+  const value = at >= 0 ? Number(process.argv[at + 1]) : fallback;
+  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`--${name}: expected a non-negative integer`);
+  return value;
+}
+
+const runs = argument('runs', 1_000_000);
+const seed = argument('seed', Date.now() % 2 ** 31);
+console.log(`tagmask fuzz: seed ${seed}, ${runs} sample rollouts, ${Math.ceil(runs / 10)} batches, ${Math.ceil(runs / 100)} random grammars`);
+const subjects = await sampleSubjects();
+console.log(`${subjects.length} sample suites: ${subjects.map((subject) => subject.name).join(', ')}`);
+
+let failed = false;
+function run<T>(label: string, property: fc.IProperty<T>, numRuns: number): void {
+  const started = Date.now();
+  const result = fc.check(property, { numRuns, seed });
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  if (result.failed) {
+    failed = true;
+    const error = result.errorInstance instanceof Error ? result.errorInstance.message : String(result.errorInstance);
+    console.log(`✖ ${label}: ${result.numRuns} runs, ${seconds} s\n${fc.defaultReportMessage(result)}\nError: ${error}`);
+  } else {
+    console.log(`✔ ${label}: ${result.numRuns} runs, ${seconds} s`);
+  }
+}
+
+run('mutated sample rollouts (tiling, mask = span roles, 0/1, determinism)', fc.property(caseOf, (item) => {
+  const { masker, twin, tokens, promptLength } = realise(subjects, item);
+  checkRollout(masker, twin, tokens, promptLength);
+}), runs);
+
+run('maskBatch = mask()', fc.property(fc.nat(), fc.nat(), fc.array(caseOf, { minLength: 1, maxLength: 5 }), (subjectIndex, optionIndex, items) => {
+  const rollouts = items.map((item) => realise(subjects, { ...item, subject: subjectIndex, options: optionIndex }));
+  checkBatch(rollouts[0].masker, rollouts.map(({ tokens, promptLength }) => ({ tokens, promptLength })));
+}), Math.ceil(runs / 10));
+
+const sets: OptionValues[] = [{}, { straddle: 1 }, { after_end: 1 }];
+run('random grammars', fc.property(randomGrammar, fc.array(randomStream, { minLength: 1, maxLength: 12 }), fc.nat(), (value, streams, optionIndex) => {
+  const random = compileRandom(value);
+  if (!random) return;
+  const options = sets[optionIndex % sets.length];
+  const masker = new Masker(random.compiled, random.table, options);
+  const twin = new Masker(random.compiled, random.table, options);
+  const rollouts = streams.map((stream) => ({ tokens: tokensOf(random, stream, value.prompt.ends_after[0]) }));
+  for (const { tokens } of rollouts) checkRollout(masker, twin, tokens, undefined);
+  checkBatch(masker, rollouts);
+}), Math.ceil(runs / 100));
+
+process.exitCode = failed ? 1 : 0;

