@@ -14,7 +14,7 @@ import { Args, commandHelp, mainHelp, optionSets, parseCommand, suggest, UsageEr
 import { announceStdin, ProgressLine, useColor } from './commands/terminal.ts';
 import { maskedRecords, runMerge, runRollouts, type OutputOptions, type RunSummary } from './run.ts';
 import { SHAPE_NAMES, type ShapeName } from './io/shapes.ts';
-import { writable } from './io/lines.ts';
+import { idJson, writable } from './io/lines.ts';
 import { InputError, JsonlWriter, OutputClosed, OutputError, OutputPathError } from './io/jsonl.ts';
 import { showRollout } from './report/show.ts';
 import { autoGrammar, detectFile, DETECT_LIMIT } from './commands/detect.ts';
@@ -229,11 +229,19 @@ const COMMANDS: Command[] = [
           continue;
         }
         const { prepared: { rollout }, result } = item;
-        if (wanted !== undefined && String(rollout.id) !== wanted) continue;
-        if (html) html.add(pool.tokenizer.table, { id: rollout.id, tokens: rollout.tokens, result, source: `${where}:${item.number}` });
-        else writer!.write(`${showRollout(pool.tokenizer.table, rollout.id, rollout.tokens, result, color)}\n\n`);
-        for (const diagnostic of result.diagnostics) diagnostics.set(diagnostic.code, (diagnostics.get(diagnostic.code) ?? 0) + 1);
-        shown++;
+        try {
+          idJson(rollout.id); // an id that cannot be written (nested too deeply) fails its line, as in mask
+          if (wanted !== undefined && String(rollout.id) !== wanted) continue;
+          if (html) html.add(pool.tokenizer.table, { id: rollout.id, tokens: rollout.tokens, result, source: `${where}:${item.number}` });
+          else writer!.write(`${showRollout(pool.tokenizer.table, rollout.id, rollout.tokens, result, color)}\n\n`);
+          for (const diagnostic of result.diagnostics) diagnostics.set(diagnostic.code, (diagnostics.get(diagnostic.code) ?? 0) + 1);
+          shown++;
+        } catch (error) {
+          // One line that cannot be shown (an id nested too deeply to print) is that line's failure only.
+          if (error instanceof OutputClosed || error instanceof OutputError) throw error;
+          failed++;
+          log(`${where}:${item.number}: ${error instanceof Error ? error.message : String(error)}`);
+        }
       }
       writer?.close();
       if (wanted !== undefined && shown === 0) { log(`no rollout with id ${wanted}`); return 1; }

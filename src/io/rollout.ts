@@ -92,6 +92,8 @@ function rolloutFromJson(value: unknown, tokensRead?: Uint32Array): RolloutLine 
 }
 
 let idBuffer = new Uint32Array(1 << 16);
+/** A reused id buffer up to this size (16 MB) is kept between lines; a larger one only while lines need it. */
+const ID_BUFFER_KEPT = 1 << 22;
 
 /** Anything the byte reader does not expect goes through the plain reader, which decides. */
 const slowPath = (bytes: Buffer) => readRolloutLine(bytes.toString('utf8'));
@@ -127,7 +129,11 @@ export function spliceTokens(bytes: Buffer): { value: Record<string, unknown>; i
   if (bytes[at] !== 0x5b) return undefined;
   // Past the end a Buffer reads undefined, which no test below accepts: the loop cannot run away.
   const open = at++;
-  if (idBuffer.length < end) idBuffer = new Uint32Array(Math.max(end, idBuffer.length * 2));
+  // At most one id per two bytes (`1,`) from here on. A buffer grown for a huge line (44 M ids: 176 MB) is
+  // let go once a normal line comes, instead of being held for the rest of the run.
+  const most = ((end - at) >> 1) + 1;
+  if (idBuffer.length < most) idBuffer = new Uint32Array(Math.max(most, idBuffer.length * 2));
+  else if (idBuffer.length > ID_BUFFER_KEPT && most < idBuffer.length >> 3) idBuffer = new Uint32Array(Math.max(most, 1 << 16));
   const ids = idBuffer;
   let count = 0;
   let close = -1;

