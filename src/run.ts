@@ -116,9 +116,9 @@ interface Sink {
   abort(): void;
 }
 
-function openSink(output: string | undefined): Sink {
+async function openSink(output: string | undefined): Promise<Sink> {
   if (isParquetPath(output)) {
-    const rows = new ParquetRowWriter(output!);
+    const rows = await ParquetRowWriter.open(output!);
     return {
       write: (id, rest) => rows.write({ id: JSON.parse(id), ...rest }),
       error: (id, line, message) => rows.write({ id: writable(id) ?? null, line, error: message }),
@@ -162,7 +162,7 @@ const NO_OPTIONS: OutputOptions = {};
  * into `output` (JSONL, .jsonl.gz or Parquet); every rollout also goes into `html` when given.
  */
 export async function runRollouts(pool: MaskerPool, input: string, output: string | undefined, mode: Mode, log: (line: string) => void, html?: HtmlReport, progress?: Progress, options: OutputOptions = NO_OPTIONS): Promise<RunSummary> {
-  const sink = openSink(output);
+  const sink = await openSink(output);
   const summary = newSummary();
   const where = input === '-' ? '<stdin>' : input;
   const table = pool.tokenizer.table;

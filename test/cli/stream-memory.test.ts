@@ -103,7 +103,7 @@ describe('large inputs stream in bounded memory', () => {
 
   it(`${PARQUET_ROLLOUTS} rollouts in Parquet (row groups of 8,192), read a group at a time`, async () => {
     const input = join(dir, 'in.parquet');
-    const writer = new ParquetRowWriter(input);
+    const writer = await ParquetRowWriter.open(input);
     for (let i = 0; i < PARQUET_ROLLOUTS; i++) writer.write({ id: `r${i}`, tokens: bases[i % 4].tokens });
     writer.close();
     const output = join(dir, 'out.jsonl.gz');
