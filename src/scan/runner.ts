@@ -105,7 +105,7 @@ function atHandover(c: Cursor, info: StateInfo): boolean {
   // the replies in the grammar's order.
   const continues = c.bound.modelContinues[info.handover];
   for (let i = 0; i < continues.length; i++) {
-    if (matchForward(c, c.padStart, token, offset, continues[i])) {
+    if (can(c, event.modelContinues) && matchForward(c, c.padStart, token, offset, continues[i])) {
       const endToken = c.atToken;
       const endOffset = c.atOffset;
       enter(c, fire(c, event.modelContinues, token), token, offset);
@@ -121,7 +121,8 @@ function atHandover(c: Cursor, info: StateInfo): boolean {
     const headerToken = c.atToken;
     const headerOffset = c.atOffset;
     for (let h = 0; h < c.bound.headers.length; h++) {
-      if (!matchForward(c, c.padStart, headerToken, headerOffset, c.bound.headers[h])) continue;
+      // Only where the machine takes a header from this handover (found by fuzzing: gpt-oss's, after `<|call|>`).
+      if (!can(c, event.headers[h]) || !matchForward(c, c.padStart, headerToken, headerOffset, c.bound.headers[h])) continue;
       const endToken = c.atToken;
       const endOffset = c.atOffset;
       enter(c, fire(c, event.headers[h], token), token, offset);
@@ -331,6 +332,12 @@ function fire(c: Cursor, eventIndex: number, at: number): number {
   const raised = grammar.codes[index];
   if (raised) for (const code of raised) c.out.note(code, at, grammar.states[c.state].reply);
   return grammar.next[index];
+}
+
+/** Does the machine take this event from the current state? */
+function can(c: Cursor, eventIndex: number): boolean {
+  const { grammar } = c.bound;
+  return grammar.next[c.state * grammar.events.length + eventIndex] >= 0;
 }
 
 /** Move to `target`, whose bytes begin at (t, o). */
