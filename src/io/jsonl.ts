@@ -323,6 +323,17 @@ export class JsonlWriter {
     this.used += this.buffer.write(text, this.used);
   }
 
+  /** Append raw bytes (a Parquet writer's output goes through here, to get the same output safety). */
+  writeBytes(bytes: Uint8Array): void {
+    for (let at = 0; at < bytes.length;) {
+      if (this.used === this.buffer.length) this.flush();
+      const take = Math.min(bytes.length - at, this.buffer.length - this.used);
+      this.buffer.set(bytes.subarray(at, at + take), this.used);
+      this.used += take;
+      at += take;
+    }
+  }
+
   /** Append `[m0,m1,…]` for a 0/1 mask, run by run, flushing as it goes. */
   writeMask(mask: ArrayLike<number>): void {
     const n = mask.length;

@@ -5,7 +5,7 @@
  * are list columns (`list<int>`), as pyarrow writes Python lists of ints, so a Hugging Face dataset of
  * rollouts reads as it is.
  */
-import { renameSync, rmSync } from 'node:fs';
+import { JsonlWriter } from './jsonl.ts';
 import type { ParquetWriter } from 'hyparquet-writer';
 
 // hyparquet and hyparquet-writer are imported when a Parquet file is met, not at start-up: together they cost
@@ -179,9 +179,12 @@ function columnValue(kind: ColumnKind, value: unknown): unknown {
 const GROUP_ROWS = 8192;
 /** …or fewer, when rows are long: a group is flushed once it holds this many list values. */
 const GROUP_VALUES = 1 << 22;
+/** hyparquet-writer output is handed to the file in chunks of about this size (its own file writer uses 1 MB). */
+const CHUNK_BYTES = 1 << 20;
 
 /**
- * Parquet rows out, to a temporary file renamed into place on close (complete or absent, like JsonlWriter).
+ * Parquet rows out, through the same output file as JSONL (a temporary file renamed into place on close, so complete
+ * or absent; FIFOs and devices written through; removed on a signal).
  * Columns and their types come from the first row group's rows: list of integers → `list<int64>`, list of
  * booleans → `list<bool>`, other numbers → `double`, strings → `string`, anything else → a JSON string.
  */
@@ -190,7 +193,8 @@ export class ParquetRowWriter {
   private values = 0;
   private columns?: Array<{ name: string; kind: ColumnKind }>;
   private writer?: ParquetWriter;
-  private readonly temporary: string;
+  /** The output file, opened as JSONL output is (temporary file renamed into place, FIFOs and devices written through, signals cleaned up). */
+  private readonly output: JsonlWriter;
   private closed = false;
 
   /** A writer with its library loaded (see WriterLibrary). */
@@ -198,8 +202,25 @@ export class ParquetRowWriter {
     return new ParquetRowWriter(path, await import('hyparquet-writer'));
   }
 
-  private constructor(private readonly path: string, private readonly library: WriterLibrary) {
-    this.temporary = `${path}.tmp-${process.pid}`;
+  private constructor(path: string, private readonly library: WriterLibrary) {
+    this.output = new JsonlWriter(path);
+  }
+
+  /** hyparquet-writer's byte writer, its full chunks handed to our output instead of its own appends to a file name. */
+  private byteWriter(): InstanceType<WriterLibrary['ByteWriter']> {
+    const writer = new this.library.ByteWriter();
+    const output = this.output;
+    const ensure = writer.ensure.bind(writer);
+    const flush = () => {
+      output.writeBytes(new Uint8Array(writer.buffer, 0, writer.index));
+      writer.index = 0;
+    };
+    writer.ensure = (size: number) => {
+      if (writer.index > CHUNK_BYTES) flush();
+      ensure(size);
+    };
+    writer.finish = flush;
+    return writer;
   }
 
   write(row: Record<string, unknown>): void {
@@ -225,7 +246,7 @@ export class ParquetRowWriter {
       for (const [name, kind] of kinds) if (kind === 'ints' && this.rows.every((row) => fits('ids', row[name]))) kinds.set(name, 'ids');
       this.columns = [...kinds].map(([name, kind]) => ({ name, kind }));
       const schema = [{ name: 'root', num_children: this.columns.length }, ...this.columns.flatMap(({ name, kind }) => schemaFor(name, kind))];
-      this.writer = new this.library.ParquetWriter({ writer: this.library.fileWriter(this.temporary), schema: schema as never, codec: 'SNAPPY', createdBy: 'tagmask (hyparquet-writer)' });
+      this.writer = new this.library.ParquetWriter({ writer: this.byteWriter(), schema: schema as never, codec: 'SNAPPY', createdBy: 'tagmask (hyparquet-writer)' });
     }
     const columnData = this.columns.map(({ name, kind }) => ({
       name,
@@ -243,15 +264,20 @@ export class ParquetRowWriter {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    if (!this.columns && !this.rows.length) this.rows.push({});
-    this.flush();
-    this.writer!.finish();
-    renameSync(this.temporary, this.path);
+    try {
+      if (!this.columns && !this.rows.length) this.rows.push({});
+      this.flush();
+      this.writer!.finish();
+    } catch (error) {
+      this.output.abort();
+      throw error;
+    }
+    this.output.close();
   }
 
   abort(): void {
     if (this.closed) return;
     this.closed = true;
-    rmSync(this.temporary, { force: true });
+    this.output.abort();
   }
 }

