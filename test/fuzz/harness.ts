@@ -317,4 +317,23 @@ export function tokensOf(grammar: { table: ByteTable; literals: string[] }, stre
   return ids;
 }
 
+const RANDOM_OPTION_SETS: OptionValues[] = [{}, { straddle: 1 }, { after_end: 1 }];
+
+/**
+ * The random-grammar property, shared by the bounded run in `npm test` and `npm run fuzz`: a random grammar
+ * over a synthetic vocabulary, its streams cut at random token edges, each masked twice (determinism,
+ * structure) and all of them as one batch (maskBatch = mask). False when the grammar was not valid.
+ */
+export function checkRandomGrammar(value: unknown, streams: Array<{ parts: Array<number | string>; cuts: number[]; padding: number }>, optionIndex: number): boolean {
+  const random = compileRandom(value);
+  if (!random) return false;
+  const options = RANDOM_OPTION_SETS[optionIndex % RANDOM_OPTION_SETS.length];
+  const masker = new Masker(random.compiled, random.table, options);
+  const twin = new Masker(random.compiled, random.table, options);
+  const rollouts = streams.map((stream) => ({ tokens: tokensOf(random, stream, (value as { prompt: { ends_after: string[] } }).prompt.ends_after[0]) }));
+  for (const { tokens } of rollouts) checkRollout(masker, twin, tokens, undefined);
+  checkBatch(masker, rollouts);
+  return true;
+}
+
 export { fc, createMasker };

@@ -4,8 +4,7 @@
  * counts, and any counterexample shrunk by fast-check, with the seed and path that replay it; exits 1 then.
  */
 import fc from 'fast-check';
-import { Masker, type OptionValues } from '../../src/index.ts';
-import { caseOf, checkBatch, checkRollout, compileRandom, randomGrammar, randomStream, realise, sampleSubjects, tokensOf } from './harness.ts';
+import { caseOf, checkBatch, checkRandomGrammar, checkRollout, randomGrammar, randomStream, realise, sampleSubjects } from './harness.ts';
 
 function argument(name: string, fallback: number): number {
   const at = process.argv.indexOf(`--${name}`);
@@ -44,16 +43,8 @@ run('maskBatch = mask()', fc.property(fc.nat(), fc.nat(), fc.array(caseOf, { min
   checkBatch(rollouts[0].masker, rollouts.map(({ tokens, promptLength }) => ({ tokens, promptLength })));
 }), Math.ceil(runs / 10));
 
-const sets: OptionValues[] = [{}, { straddle: 1 }, { after_end: 1 }];
 run('random grammars', fc.property(randomGrammar, fc.array(randomStream, { minLength: 1, maxLength: 12 }), fc.nat(), (value, streams, optionIndex) => {
-  const random = compileRandom(value);
-  if (!random) return;
-  const options = sets[optionIndex % sets.length];
-  const masker = new Masker(random.compiled, random.table, options);
-  const twin = new Masker(random.compiled, random.table, options);
-  const rollouts = streams.map((stream) => ({ tokens: tokensOf(random, stream, value.prompt.ends_after[0]) }));
-  for (const { tokens } of rollouts) checkRollout(masker, twin, tokens, undefined);
-  checkBatch(masker, rollouts);
+  checkRandomGrammar(value, streams, optionIndex);
 }), Math.ceil(runs / 100));
 
 process.exitCode = failed ? 1 : 0;
