@@ -3,6 +3,7 @@
  */
 import type { OptionValues } from '../scan/bind.ts';
 import { isObject, MAX_TOKEN_ID, tokenArray } from './json.ts';
+import { maskValues, readOptions } from './shapes.ts';
 
 export interface RolloutLine {
   id: unknown;
@@ -16,25 +17,7 @@ export interface RolloutLine {
 
 export { tokenArray };
 
-function maskArray(value: unknown, field: string): number[] {
-  if (!Array.isArray(value)) throw new Error(`"${field}" must be an array of 0/1`);
-  return value.map((item, i) => {
-    // Float masks (tinker writes 0.0/1.0) and booleans are accepted; anything else is an error.
-    if (item === 0 || item === 1) return item;
-    if (item === true || item === false) return item ? 1 : 0;
-    throw new Error(`${field}[${i}]: expected 0 or 1, got ${JSON.stringify(item)}`);
-  });
-}
-
-/** A line's own grammar option values (`"options": {"max_obs_tokens": 500}`). */
-export function readOptions(value: unknown): OptionValues {
-  if (value === undefined) return {};
-  if (!isObject(value)) throw new Error('"options" must be an object of grammar option values');
-  for (const [key, item] of Object.entries(value)) {
-    if (item !== null && typeof item !== 'number') throw new Error(`options.${key}: expected a number or null, got ${JSON.stringify(item)}`);
-  }
-  return value as OptionValues;
-}
+export { readOptions };
 
 /**
  * Parse one rollout line: `{"id", "tokens", "prompt_length"?, "options"?, "mask"?}` or verl-style
@@ -61,7 +44,7 @@ function rolloutFromJson(value: unknown, tokensRead?: Uint32Array): RolloutLine 
     const response = tokenArray(value.response_ids, 'response_ids');
     const line: RolloutLine = { id: value.id, tokens: prompt.concat(response), promptLength: prompt.length, options };
     if (value.response_mask !== undefined) {
-      const responseMask = maskArray(value.response_mask, 'response_mask');
+      const responseMask = maskValues(value.response_mask, 'response_mask');
       if (responseMask.length !== response.length) throw new Error(`response_mask has ${responseMask.length} entries for ${response.length} response_ids`);
       line.mask = new Array<number>(prompt.length).fill(0).concat(responseMask);
     }
@@ -83,7 +66,7 @@ function rolloutFromJson(value: unknown, tokensRead?: Uint32Array): RolloutLine 
   }
   const line: RolloutLine = { id: value.id, tokens, promptLength, options };
   if (value.mask !== undefined) {
-    line.mask = maskArray(value.mask, 'mask');
+    line.mask = maskValues(value.mask, 'mask');
     if (line.mask.length !== tokens.length && line.mask.length !== tokens.length - 1) {
       throw new Error(`mask has ${line.mask.length} entries for ${tokens.length} tokens (expected ${tokens.length}, or ${tokens.length - 1} in target space)`);
     }
