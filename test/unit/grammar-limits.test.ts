@@ -27,43 +27,44 @@ const tags = (count: number, contains: (i: number, names: string[]) => string[] 
   return Object.fromEntries(names.map((name, i) => [name, { open: `<${name}>`, close: `</${name}>`, contains: contains(i, names) }]));
 };
 
-function timedCheck(file: string) {
-  const started = performance.now();
+function check(file: string) {
   const checked = checkGrammarFile(file);
-  return { checked, ms: performance.now() - started, errors: checked.issues.filter((issue) => issue.severity === 'error') };
+  return { checked, errors: checked.issues.filter((issue) => issue.severity === 'error') };
 }
 
+// These grammars used to run for 29 s to over 120 s. Their time is measured by test/fuzz/audit-probes.ts, never
+// asserted here (speed belongs to benchmarks); the test timeout only stops a run that hangs again.
+const HANG_GUARD = { timeout: 30_000 };
+
 describe('grammar check knows what mask refuses', () => {
-  it('400 tags: a located too-many-automata error in well under 2 s', () => {
-    const { errors, ms } = timedCheck(grammarWith(tags(400)));
+  it('400 tags: a located too-many-automata error', HANG_GUARD, () => {
+    const { errors } = check(grammarWith(tags(400)));
     expect(errors.map((issue) => [issue.code, issue.path])).toEqual([['too-many-automata', 'tags']]);
     expect(errors[0].place.line).toBeGreaterThan(1);
-    expect(ms).toBeLessThan(2000);
   });
 
   it('a chain of 40 nested tags is refused by the check, not first by mask', () => {
-    const { errors } = timedCheck(grammarWith(tags(40, (i, names) => (i + 1 < names.length ? [names[i + 1]] : []))));
+    const { errors } = check(grammarWith(tags(40, (i, names) => (i + 1 < names.length ? [names[i + 1]] : []))));
     expect(errors.map((issue) => issue.code)).toEqual(['too-many-automata']);
   });
 
-  it('12 tags that all contain each other: a located too-many-states error, in bounded time', () => {
-    const { errors, ms } = timedCheck(grammarWith(tags(12, (i, names) => names.filter((_, j) => j !== i))));
+  it('12 tags that all contain each other: a located too-many-states error', HANG_GUARD, () => {
+    const { errors } = check(grammarWith(tags(12, (i, names) => names.filter((_, j) => j !== i))));
     expect(errors.map((issue) => [issue.code, issue.path])).toEqual([['too-many-states', 'tags.t0.contains']]);
-    expect(ms).toBeLessThan(2000);
   });
 
   it('a grammar within the limits passes the check and a masker is built from it (30 tags: 32 automata)', () => {
-    const { checked, errors } = timedCheck(grammarWith(tags(30)));
+    const { checked, errors } = check(grammarWith(tags(30)));
     expect(errors).toEqual([]);
     expect(checked.compiled!.dfas.length).toBe(32);
     // One more tag is one automaton too many, and the check says so.
-    expect(timedCheck(grammarWith(tags(31))).errors.map((issue) => issue.code)).toEqual(['too-many-automata']);
+    expect(check(grammarWith(tags(31))).errors.map((issue) => issue.code)).toEqual(['too-many-automata']);
     expect(() => new Masker(checked.compiled!, table)).not.toThrow();
   });
 
   it('a file nested 50,000 levels deep is a located syntax error, not a stack overflow', () => {
     const file = write(`{"name":"x","prompt":{"ends_after":["a"]},"tags":{"t":{"open":"<t>","x":${'['.repeat(50_000)}${']'.repeat(50_000)}}}}`);
-    const { errors } = timedCheck(file);
+    const { errors } = check(file);
     expect(errors.map((issue) => issue.code)).toEqual(['grammar-shape']);
     expect(errors[0].message).toMatch(/nested more than \d+ levels deep/);
     expect(errors[0].place).toEqual({ line: 1, column: expect.any(Number) });
