@@ -3,7 +3,7 @@
  */
 import type { OptionValues } from '../scan/bind.ts';
 import { isObject, MAX_TOKEN_ID, tokenArray } from './json.ts';
-import { maskValues, readOptions } from './shapes.ts';
+import { maskValues, promptLengthOf, readOptions } from './shapes.ts';
 
 export interface RolloutLine {
   id: unknown;
@@ -57,14 +57,7 @@ function rolloutFromJson(value: unknown, tokensRead?: Uint32Array): RolloutLine 
     if (targets.length !== tokens.length) throw new Error(`target_tokens has ${targets.length} entries for ${tokens.length} tokens`);
     if (targets.length > 0) tokens = [...Array.from(tokens), targets[targets.length - 1]];
   }
-  let promptLength = -1;
-  if (value.prompt_length !== undefined) {
-    const length = value.prompt_length;
-    if (typeof length !== 'number' || !Number.isInteger(length) || length < 0) throw new Error(`prompt_length: expected a non-negative integer, got ${JSON.stringify(length)}`);
-    if (length > tokens.length) throw new Error(`prompt_length ${length} is longer than the rollout (${tokens.length} tokens)`);
-    promptLength = length;
-  }
-  const line: RolloutLine = { id: value.id, tokens, promptLength, options };
+  const line: RolloutLine = { id: value.id, tokens, promptLength: promptLengthOf(value, tokens.length), options };
   if (value.mask !== undefined) {
     line.mask = maskValues(value.mask, 'mask');
     if (line.mask.length !== tokens.length && line.mask.length !== tokens.length - 1) {

@@ -154,19 +154,21 @@ export function modelInputTokens(value: unknown, field: string): number[] {
 /** A tinker TensorData (`{"data": […]}`) or a plain array. */
 const tensorData = (value: unknown) => (isObject(value) && Array.isArray(value.data) ? value.data : value);
 
+/** A line's `prompt_length`, checked against its token count; -1 when it gives none (the grammar finds the end). */
+export function promptLengthOf(value: Json, tokenCount: number): number {
+  if (value.prompt_length === undefined) return -1;
+  const length = value.prompt_length;
+  if (typeof length !== 'number' || !Number.isInteger(length) || length < 0) throw new ShapeError(`prompt_length: expected a non-negative integer, got ${JSON.stringify(length)}`);
+  if (length > tokenCount) throw new ShapeError(`prompt_length ${length} is longer than the rollout (${tokenCount} tokens)`);
+  return length;
+}
+
 /**
  * The flat shape `{"id", "tokens", "prompt_length"?, "mask"?, "options"?}` with its ids already read (the CLI's
  * byte reader reads them straight from the line). A mask one shorter than the tokens is in target space.
  */
 export function flatRollout(value: Json, tokens: ArrayLike<number>, needMask = false): TokenRollout {
-  let promptLength = -1;
-  if (value.prompt_length !== undefined) {
-    const length = value.prompt_length;
-    if (typeof length !== 'number' || !Number.isInteger(length) || length < 0) throw new ShapeError(`prompt_length: expected a non-negative integer, got ${JSON.stringify(length)}`);
-    if (length > tokens.length) throw new ShapeError(`prompt_length ${length} is longer than the rollout (${tokens.length} tokens)`);
-    promptLength = length;
-  }
-  const rollout: TokenRollout = { kind: 'tokens', id: value.id, tokens, promptLength, options: readOptions(value.options) };
+  const rollout: TokenRollout = { kind: 'tokens', id: value.id, tokens, promptLength: promptLengthOf(value, tokens.length), options: readOptions(value.options) };
   if (value.mask !== undefined) {
     const mask = maskValues(value.mask, 'mask');
     if (mask.length !== tokens.length && mask.length !== tokens.length - 1) {
