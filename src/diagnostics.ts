@@ -122,7 +122,7 @@ export const CODES = {
   'duplicate-handover': { family: 'grammar', severity: 'error', message: (a) => `a handover after ${q(a.name)} is already declared` },
   'reply-shape': { family: 'grammar', severity: 'error', message: (a) => (a.rule === 'ends-before-not-model' ? `${q(a.literal)} ` : '') + REPLY_SHAPE[a.rule as ReplyShapeRule] },
   'unreachable-reply': { family: 'grammar', severity: 'warning', message: (a) => `no handover lists ${q(a.name)} and it does not interrupt, so it can never be recognised` },
-  'too-many-automata': { family: 'grammar', severity: 'error', message: (a) => `the grammar needs ${a.detail}; at most ${a.budget} are supported (each tag with its own close is scanned by an automaton of its own)` },
+  'too-many-automata': { family: 'grammar', severity: 'error', message: (a) => `the grammar needs ${a.detail}; at most ${a.budget} are supported (the prompt and each reply with a close are scanned by an automaton of their own)` },
   'too-many-states': { family: 'grammar', severity: 'error', message: (a) => `tags that contain each other make ${a.detail}; at most ${a.budget} are supported: let fewer tags contain each other` },
   'unreachable-state': { family: 'grammar', severity: 'warning', message: (a) => `state ${a.name} can never be reached from the prompt` },
   'literal-overlap': {

@@ -6,9 +6,15 @@
 export interface Dfa {
   /**
    * `step[state * 256 + byte]`: the next state, or `~literal` when that byte completes a literal (the
-   * scanner then starts again from the root, so an accepting state needs no row). One load per byte.
+   * scanner then starts again from the root). One load per byte.
    */
   step: Int32Array;
+  /**
+   * Per literal, its accepting state. A literal the current state does not take (another tag's close, in the
+   * automaton all the model's kinds share) is passed over by going on from there, so the bytes it ends
+   * with can still begin a literal that counts.
+   */
+  acceptState: Int32Array;
   literals: DfaLiteral[];
   /** Bytes that leave the root: a token without any of them cannot start a match. */
   firstBytes: Uint8Array;
@@ -60,6 +66,7 @@ export function buildDfa(literals: DfaLiteral[]): Dfa {
   // accepting state accepts exactly its own literal.
   const goto: Array<Map<number, number>> = [new Map()];
   const accept: number[] = [-1];
+  const acceptState = new Int32Array(literals.length);
   literals.forEach((literal, index) => {
     let state = 0;
     for (const byte of literal.bytes) {
@@ -72,7 +79,9 @@ export function buildDfa(literals: DfaLiteral[]): Dfa {
       }
       state = next;
     }
+    if (accept[state] >= 0 || state === 0) throw new Error(`internal: literal ${JSON.stringify(literal.source)} is empty or heard twice in one automaton`);
     accept[state] = index;
+    acceptState[index] = state;
   });
   const count = goto.length;
   const delta = new Int32Array(count * 256);
@@ -101,5 +110,5 @@ export function buildDfa(literals: DfaLiteral[]): Dfa {
     const target = delta[at];
     step[at] = accept[target] >= 0 ? ~accept[target] : target;
   }
-  return { step, literals, firstBytes };
+  return { step, acceptState, literals, firstBytes };
 }

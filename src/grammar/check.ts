@@ -45,8 +45,11 @@ export function modelLiterals(grammar: Grammar): Array<{ literal: string; path: 
   return literals;
 }
 
-/** The scanner tells automata apart in a 32-bit mask (scan/bind.ts): a grammar needing more is refused. */
-export const MAX_AUTOMATA = 32;
+/**
+ * Automata a grammar may need: the model's kinds share one, the prompt and each reply with a close have
+ * their own. Each costs a vocabulary-sized skip table per tokenizer (~150 KB), so memory stays bounded.
+ */
+export const MAX_AUTOMATA = 256;
 /** Kinds nest at most this deep (`a>b>c>d`); see machine.ts. */
 export const MAX_NESTING = 4;
 /**
@@ -118,6 +121,12 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
     if (reply.reopens && (reply.open === undefined || reply.close === undefined)) add('reply-shape', `${path}.reopens`, { rule: 'reopens-without-envelope' });
     if (reply.interrupts && reply.text === undefined) add('reply-shape', `${path}.interrupts`, { rule: 'interrupt-not-text' });
     if (!reply.interrupts && !referenced.has(name)) add('unreachable-reply', path, { name });
+    // Inside an envelope both its close and (unless it reopens) its own open are heard, so they too must differ.
+    if (reply.open !== undefined && reply.close !== undefined && !reply.reopens) {
+      if (reply.close === reply.open) add('literal-overlap', `${path}.close`, { rule: 'same', literal: reply.close, otherPath: `${path}.open` });
+      else if (reply.close.includes(reply.open)) add('literal-overlap', `${path}.close`, { rule: 'contains', literal: reply.close, otherPath: `${path}.open`, other: reply.open });
+      else if (reply.open.includes(reply.close)) add('literal-overlap', `${path}.open`, { rule: 'contains', literal: reply.open, otherPath: `${path}.close`, other: reply.close });
+    }
     if (typeof reply.max_tokens === 'string' && !Object.hasOwn(grammar.options, reply.max_tokens.slice(1))) {
       add('unknown-option', `${path}.max_tokens`, { name: reply.max_tokens.slice(1), known: options });
     }
@@ -163,15 +172,6 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
   });
   if (grammar.prompt.ends_after.length === 0) {
     add('no-prompt-end-declared', 'prompt.ends_after');
-  }
-  // Limits the compiled machine must keep, checked here (cheaply, before compiling) so that a grammar that
-  // passes the check is never refused by mask. Each tag with a close of its own is a kind state hearing that
-  // close: an automaton of its own, besides the ones for plain text and for the prompt.
-  const handoverAfter = new Set(grammar.handovers.map((handover) => handover.after));
-  const ownCloses = Object.values(grammar.tags).filter((tag) => tag.close.some((literal) => !handoverAfter.has(literal))).length;
-  const others = grammar.prompt.ends_after.length ? 2 : 1;
-  if (ownCloses + others > MAX_AUTOMATA) {
-    add('too-many-automata', 'tags', { detail: `at least ${ownCloses + others} automata (${ownCloses} tags with their own close, plain text${others === 2 ? ' and the prompt' : ''})`, budget: MAX_AUTOMATA });
   }
   const kindStates = countKindStates(grammar, MAX_KIND_STATES);
   if (kindStates > MAX_KIND_STATES) {

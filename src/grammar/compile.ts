@@ -4,10 +4,10 @@
  *
  * The xstate machine is the single definition of the protocol: who may write next, which kind a span
  * has, which diagnostics a step raises. xstate costs ~3–16 µs per event (docs/measurements.md §5), so the
- * scanner never calls it: at compile time every reachable state is enumerated with xstate's own pure
- * `transition()`, and what each state can hear (`snapshot.can`) becomes a byte automaton for that state.
+ * scanner never calls it: at compile time every reachable state and the events it takes are read from
+ * xstate's resolved state nodes (`enumerateStates`), and what the states can hear becomes byte automata.
  */
-import { createMachine, initialTransition, transition, type AnyMachineSnapshot, type AnyStateMachine } from 'xstate';
+import { createMachine, type AnyMachineSnapshot, type AnyStateMachine, type StateValue } from 'xstate';
 import { grammarIssue, MAX_AUTOMATA, modelLiterals, type GrammarIssue } from './check.ts';
 import type { Grammar } from './schema.ts';
 import { machineConfig, type TransitionCode } from './machine.ts';
@@ -84,6 +84,67 @@ function metaOf(snapshot: AnyMachineSnapshot): StateMeta {
   return Object.values(snapshot.getMeta() as Record<string, StateMeta>).reduce((all, item) => ({ ...all, ...item }), {});
 }
 
+type AnyStateNode = AnyStateMachine['root'];
+interface Edge { event: number; target: number; codes: TransitionCode[] }
+
+/**
+ * Every reachable state and the events it takes, read from xstate's own resolved state nodes: an event is
+ * taken by the deepest active node that declares it, as xstate picks transitions, and leads to its
+ * target's initial leaf (machine.ts declares no guards, no entry or exit actions and no parallel states;
+ * a guard would be refused here). Asking xstate's pure `transition()` for every (state, event) gives the
+ * same table at ~16 µs a call: 400 tags took 29 s. test/unit/compile-table.test.ts proves the two equal on
+ * every bundled grammar and on random ones.
+ */
+function enumerateStates(machine: AnyStateMachine, eventIndex: Map<string, number>) {
+  const leaves: AnyStateNode[] = [];
+  const snapshots: AnyMachineSnapshot[] = [];
+  const indexOf = new Map<AnyStateNode, number>();
+  const keyOf = (snapshot: AnyMachineSnapshot) => JSON.stringify(snapshot.value);
+  /** The state entered by targeting `node`: its initial leaf. */
+  const visit = (node: AnyStateNode): number => {
+    while (node.type === 'compound') node = node.initial.target[0];
+    let at = indexOf.get(node);
+    if (at === undefined) {
+      at = leaves.length;
+      indexOf.set(node, at);
+      leaves.push(node);
+      let value: StateValue = node.path[node.path.length - 1];
+      for (let depth = node.path.length - 2; depth >= 0; depth--) value = { [node.path[depth]]: value };
+      snapshots.push(machine.resolveState({ value, context: undefined }));
+    }
+    return at;
+  };
+  visit(machine.root);
+  const targetOf = new Map<object, number>();
+  const codesOf = new Map<object, TransitionCode[]>();
+  const edges: Edge[][] = [];
+  for (let s = 0; s < leaves.length; s++) {
+    const list: Edge[] = [];
+    const taken = new Set<string>();
+    for (let node: AnyStateNode | undefined = leaves[s]; node; node = node.parent) {
+      for (const [type, definitions] of node.transitions) {
+        if (taken.has(type)) continue;
+        taken.add(type);
+        const definition = definitions[0];
+        const event = eventIndex.get(type);
+        if (definitions.length !== 1 || definition.guard || event === undefined) throw new Error(`internal: ${node.id} declares ${type} in a way the compiler does not read`);
+        let target = definition.target?.length ? targetOf.get(definition) : s;
+        if (target === undefined) targetOf.set(definition, target = visit(definition.target![0]));
+        let codes = codesOf.get(definition);
+        if (!codes) {
+          // Custom actions are plain records here: read, never executed.
+          codes = (definition.actions as Array<{ type: string; params?: { code?: TransitionCode } }>)
+            .filter((action) => action.type === 'report').map((action) => action.params!.code!);
+          codesOf.set(definition, codes);
+        }
+        list.push({ event, target, codes });
+      }
+    }
+    edges.push(list.sort((a, b) => a.event - b.event));
+  }
+  return { leaves, snapshots, edges, keyOf };
+}
+
 export function compileGrammar(grammar: Grammar): CompiledGrammar {
   const config = machineConfig(grammar);
   const machine = createMachine(config as never) as AnyStateMachine;
@@ -97,32 +158,7 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
   const eventIndex = new Map(eventTypes.map((type, index) => [type, index]));
   const E = eventTypes.length;
 
-  // Enumerate reachable states with xstate itself.
-  const [initialSnapshot] = initialTransition(machine);
-  const snapshots: AnyMachineSnapshot[] = [];
-  const index = new Map<string, number>();
-  const keyOf = (snapshot: AnyMachineSnapshot) => JSON.stringify(snapshot.value);
-  const visit = (snapshot: AnyMachineSnapshot) => {
-    const key = keyOf(snapshot);
-    let at = index.get(key);
-    if (at === undefined) { at = snapshots.length; index.set(key, at); snapshots.push(snapshot); }
-    return at;
-  };
-  visit(initialSnapshot);
-  const edges: Array<Array<{ event: number; target: number; codes: TransitionCode[] }>> = [];
-  for (let s = 0; s < snapshots.length; s++) {
-    const list: Array<{ event: number; target: number; codes: TransitionCode[] }> = [];
-    for (let e = 0; e < E; e++) {
-      const event = { type: eventTypes[e] };
-      if (!snapshots[s].can(event)) continue;
-      const [nextSnapshot, actions] = transition(machine, snapshots[s], event);
-      // Custom actions come back from the pure transition() as plain records: read, never executed.
-      const codes = (actions as Array<{ type: string; params?: { code?: TransitionCode } }>)
-        .filter((action) => action.type === 'report').map((action) => action.params!.code!);
-      list.push({ event: e, target: visit(nextSnapshot), codes });
-    }
-    edges.push(list);
-  }
+  const { snapshots, leaves, edges, keyOf } = enumerateStates(machine, eventIndex);
 
   const S = snapshots.length;
   const next = new Int32Array(S * E).fill(-1);
@@ -192,28 +228,40 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
     }
   };
 
+  // One automaton per group of states whose literals mean the same everywhere: all the model's kinds share
+  // one (the scanner passes over a literal the current kind does not take, such as another tag's close, by
+  // asking `next`), the prompt and each reply have their own (a reply's close is heard only in it). One per
+  // kind made 400 tags 401 automata of ~2 MB each.
+  const roles = snapshots.map((snapshot): Role | undefined => (snapshot.hasTag('prompt') ? 'prompt' : snapshot.hasTag('action') ? 'action'
+    : snapshot.hasTag('observation') ? 'observation' : snapshot.hasTag('trailing') ? 'trailing' : undefined));
+  const groupOf = (s: number) => (roles[s] === 'action' ? 'action' : keyOf(snapshots[s]));
+  const groups = new Map<string, { first: number; events: Set<number> }>();
+  snapshots.forEach((_, s) => {
+    if (roles[s] === undefined) return;
+    let group = groups.get(groupOf(s));
+    if (!group) groups.set(groupOf(s), group = { first: s, events: new Set() });
+    for (const edge of edges[s]) group.events.add(edge.event);
+  });
   const dfas: Dfa[] = [];
-  const dfaByKey = new Map<string, number>();
+  const dfaOfGroup = new Map<string, number>();
+  const dfaByLiterals = new Map<string, number>();
+  for (const [name, group] of groups) {
+    // The model's kinds hear no reply's close (REPLY_END, REOPEN): every literal of theirs is the same in each.
+    const literals: DfaLiteral[] = [...group.events].sort((a, b) => a - b)
+      .flatMap((event) => literalsOf(eventTypes[event], snapshots[group.first]).map((literal) => ({ ...literal, event })));
+    if (!literals.length) continue;
+    const key = literals.map((literal) => `${literal.event}/${literal.endsBefore}/${literal.interrupt}/${literal.header}/${literal.lineStart}/${literal.attributes}/${JSON.stringify(literal.source)}/${Buffer.from(literal.bytes).toString('hex')}`).join(',');
+    let at = dfaByLiterals.get(key);
+    if (at === undefined) { at = dfas.length; dfaByLiterals.set(key, at); dfas.push(buildDfa(literals)); }
+    dfaOfGroup.set(name, at);
+  }
   const states: StateInfo[] = snapshots.map((snapshot, s) => {
     const meta = metaOf(snapshot);
-    const role: Role | undefined = snapshot.hasTag('prompt') ? 'prompt' : snapshot.hasTag('action') ? 'action'
-      : snapshot.hasTag('observation') ? 'observation' : snapshot.hasTag('trailing') ? 'trailing' : undefined;
-    const literals: DfaLiteral[] = [];
-    for (const edge of edges[s]) {
-      for (const literal of literalsOf(eventTypes[edge.event], snapshot)) literals.push({ ...literal, event: edge.event });
-    }
-    let dfa = -1;
-    if (literals.length && role !== undefined) {
-      const key = literals.map((literal) => `${literal.event}/${literal.endsBefore}/${literal.interrupt}/${literal.header}/${literal.lineStart}/${literal.attributes}/${JSON.stringify(literal.source)}/${Buffer.from(literal.bytes).toString('hex')}`).sort().join(',');
-      let at = dfaByKey.get(key);
-      if (at === undefined) { at = dfas.length; dfaByKey.set(key, at); dfas.push(buildDfa(literals)); }
-      dfa = at;
-    }
     return {
       key: keyOf(snapshot),
-      role,
+      role: roles[s],
       kind: meta.kind ?? '',
-      dfa,
+      dfa: roles[s] === undefined ? -1 : dfaOfGroup.get(groupOf(s)) ?? -1,
       handover: meta.handover ?? -1,
       reply: meta.reply === undefined ? -1 : replyIndex.get(meta.reply)!,
       header: meta.header ?? -1,
@@ -221,19 +269,16 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
   });
 
   const issues: GrammarIssue[] = [];
-  const reached = new Set(states.map((state) => state.key));
-  const declared = [
-    '"prompt"', '"done"',
-    ...['text', ...Object.keys(grammar.tags)].map((kind) => JSON.stringify({ model: kind })),
-    ...grammar.handovers.map((_, at) => JSON.stringify(`handover-${at}`)),
-    ...replyNames.map((name) => JSON.stringify(`reply-${name}`)),
-    ...grammar.headers.map((_, at) => JSON.stringify(`header-${at}`)),
-  ];
-  for (const key of declared) {
-    if (!reached.has(key)) issues.push(grammarIssue('unreachable-state', '', { name: key }));
-  }
-  // The exact count (the check's is a lower bound): refused here, at load and by `grammar check` alike.
-  if (dfas.length > MAX_AUTOMATA) issues.push(grammarIssue('too-many-automata', 'tags', { detail: `${dfas.length} automata`, budget: MAX_AUTOMATA }));
+  // Every state the machine declares can be entered (a kind nested by `contains` whenever its outer kind can).
+  const reached = new Set(leaves);
+  const unreached = (node: AnyStateNode): void => {
+    const children = Object.values(node.states);
+    if (!children.length && !reached.has(node)) issues.push(grammarIssue('unreachable-state', '', { name: node.key }));
+    children.forEach(unreached);
+  };
+  unreached(machine.root);
+  // The exact count, refused here (at load and by `grammar check` alike), so mask never meets it first.
+  if (dfas.length > MAX_AUTOMATA) issues.push(grammarIssue('too-many-automata', 'replies', { detail: `${dfas.length} automata`, budget: MAX_AUTOMATA }));
 
   return {
     grammar, machine, states, events: eventTypes.map((type) => ({ type })), next, codes, dfas, replies, handovers,

@@ -42,32 +42,42 @@ export function machineConfig(grammar: Grammar) {
   };
   for (const tag of tagNames) grow([tag]);
   const stateName = (stack: string[]) => stack.join('>');
-  const names = new Set(stacks.map(stateName));
+  // Targets name kinds by id, never by path: a tag's name may hold a `.`, which xstate would read as a path.
+  const idOf = new Map(stacks.map((stack, index) => [stateName(stack), `kind-${index}`]));
+  const target = (stack: string[]) => `#${idOf.get(stateName(stack))}`;
+  const lookalike = (tag: string) => (grammar.tags[tag].lookalike ? [report('observation-tag-in-action')] : []);
 
-  const kindStates: Record<string, unknown> = {};
+  // Opening a tag is declared once, on the parent of the kinds it leaves, not in every kind: `outside` holds
+  // plain text and the markers without a close, `inside` the kinds of a tag that must still close, where
+  // another tag's opening is a `nested-tag` note. (400 tags declared in every kind were 160,000 transitions
+  // and a second of createMachine.) A kind's own `contains` is declared on the kind, and the deepest
+  // declaration wins, as xstate picks transitions.
+  const opens = (nested: boolean) => Object.fromEntries(tagNames.map((tag) => [
+    `OPEN:${tag}`, { target: target([tag]), actions: [...(nested ? [report('nested-tag')] : []), ...lookalike(tag)] },
+  ]));
+  const outside: Record<string, unknown> = {};
+  const inside: Record<string, unknown> = {};
   for (const stack of stacks) {
     const kind = stack[stack.length - 1];
     const own = kind === 'text' ? undefined : grammar.tags[kind];
     const on: Record<string, unknown> = {};
-    for (const tag of tagNames) {
-      const actions = [];
-      const nested = own && own.contains.includes(tag) && names.has(stateName([...stack, tag]));
-      if (own && own.close.length && !nested) actions.push(report('nested-tag'));
-      if (grammar.tags[tag].lookalike) actions.push(report('observation-tag-in-action'));
-      on[`OPEN:${tag}`] = { target: nested ? stateName([...stack, tag]) : tag, actions };
+    for (const inner of own?.contains ?? []) {
+      if (idOf.has(stateName([...stack, inner]))) on[`OPEN:${inner}`] = { target: target([...stack, inner]), actions: lookalike(inner) };
     }
     if (own?.close.some((literal) => !handoverLiterals.has(literal))) {
       const handover = handoverAfterTag.get(kind);
-      on[`CLOSE:${kind}`] = handover !== undefined ? `#grammar.handover-${handover}` : stack.length > 1 ? stateName(stack.slice(0, -1)) : 'text';
+      on[`CLOSE:${kind}`] = handover !== undefined ? `#grammar.handover-${handover}` : target(stack.length > 1 ? stack.slice(0, -1) : ['text']);
     }
-    kindStates[stateName(stack)] = { meta: { kind }, on };
+    (own?.close.length ? inside : outside)[stateName(stack)] = { id: idOf.get(stateName(stack)), meta: { kind }, on };
   }
+  const kindStates: Record<string, unknown> = { outside: { initial: 'text', on: opens(false), states: outside } };
+  if (Object.keys(inside).length) kindStates.inside = { initial: Object.keys(inside)[0], on: opens(true), states: inside };
 
   // END: the stream's closing padding begins; wherever the protocol stands, the rest is trailing.
   modelOn.END = 'done';
   const states: Record<string, unknown> = {
     prompt: { tags: ['prompt'], meta: { kind: 'prompt' }, on: { PROMPT_END: 'model', END: 'done' } },
-    model: { tags: ['action'], initial: 'text', on: modelOn, states: kindStates },
+    model: { tags: ['action'], initial: 'outside', on: modelOn, states: kindStates },
     done: { tags: ['trailing'], meta: { kind: 'trailing' }, type: 'final' },
   };
   grammar.handovers.forEach((handover, index) => {

@@ -97,7 +97,7 @@ function allLiterals(grammar: Grammar): string[] {
 }
 
 function buildTables(grammar: CompiledGrammar, table: ByteTable): GrammarTables {
-  if (grammar.dfas.length > MAX_AUTOMATA) throw new Error(`grammar ${grammar.grammar.name} needs ${grammar.dfas.length} automata; at most 32 are supported`);
+  if (grammar.dfas.length > MAX_AUTOMATA) throw new Error(`grammar ${grammar.grammar.name} needs ${grammar.dfas.length} automata; at most ${MAX_AUTOMATA} are supported`);
   const view = buildScanView(table, allLiterals(grammar.grammar));
   const { encode } = view;
   const others = modelLiterals(grammar.grammar).map((item) => encode(item.literal));
@@ -122,15 +122,19 @@ function buildTables(grammar: CompiledGrammar, table: ByteTable): GrammarTables 
     modelContinuesHandsOver: grammar.grammar.handovers.map((handover) => handover.model_continues.map((literal) => grammar.grammar.handovers.some((other) => other.after === literal))),
   };
   const { size, pieces, offsets, flags } = view.table;
-  // One pass over all pieces: which automata can each token's bytes start?
-  const startsOf = new Uint32Array(256);
-  dfas.forEach((dfa, d) => { for (let byte = 0; byte < 256; byte++) if (dfa.firstBytes[byte]) startsOf[byte] |= 1 << d; });
+  // Which automata can each token's bytes start? One pass over all pieces per 32 automata (a bit each).
   const skip = dfas.map(() => new Uint8Array(size));
-  for (let id = 0; id < size; id++) {
-    if ((flags[id] & KNOWN) === 0) continue;
-    let starts = 0;
-    for (let p = offsets[id], end = offsets[id + 1]; p < end; p++) starts |= startsOf[pieces[p]];
-    for (let d = 0; d < skip.length; d++) if (((starts >>> d) & 1) === 0) skip[d][id] = 1;
+  const startsOf = new Uint32Array(256);
+  for (let first = 0; first < dfas.length; first += 32) {
+    const count = Math.min(32, dfas.length - first);
+    startsOf.fill(0);
+    for (let d = 0; d < count; d++) for (let byte = 0; byte < 256; byte++) if (dfas[first + d].firstBytes[byte]) startsOf[byte] |= 1 << d;
+    for (let id = 0; id < size; id++) {
+      if ((flags[id] & KNOWN) === 0) continue;
+      let starts = 0;
+      for (let p = offsets[id], end = offsets[id + 1]; p < end; p++) starts |= startsOf[pieces[p]];
+      for (let d = 0; d < count; d++) if (((starts >>> d) & 1) === 0) skip[first + d][id] = 1;
+    }
   }
 
   const isPadding = new Uint8Array(size);

@@ -3,8 +3,8 @@
  * then padding. Each step below looks at the bytes around the cursor and moves the machine; the comment
  * on each shows those bytes (`^` is the cursor).
  *
- * Shape of the hot loop (docs/measurements.md): per state, a byte automaton over the literals that state
- * can hear; a token none of whose bytes can start a literal is skipped with one table lookup, so most
+ * Shape of the hot loop (docs/measurements.md): a byte automaton over the literals a state can hear (all
+ * the model's kinds share one, and a literal counts only where the machine takes its event); a token none of whose bytes can start a literal is skipped with one table lookup, so most
  * tokens cost one load and one test. Policy lives in the tables compiled from the xstate machine.
  */
 import type { DfaLiteral, StateInfo } from '../grammar/compile.ts';
@@ -362,7 +362,10 @@ function runDfa(c: Cursor, d: number, limit: number): number {
   const bound = c.bound;
   const ids = c.ids;
   const { pieces, offsets, flags, size } = bound.scan;
-  const step = bound.dfas[d].step;
+  const { step, acceptState, literals } = bound.dfas[d];
+  // The model's kinds share one automaton: a literal counts only where the machine takes its event.
+  const { next } = bound.grammar;
+  const row = c.state * bound.grammar.events.length;
   const skip = bound.skip[d];
   const { memoState, memoId, memoResult } = bound.memo[d];
   let state = 0;
@@ -393,9 +396,16 @@ function runDfa(c: Cursor, d: number, limit: number): number {
         memoResult[slot] = result;
       }
       if (result < 0) {
-        c.atToken = t;
-        c.atOffset = ~result & 0xfff;
-        return (~result) >>> 12;
+        const literal = (~result) >>> 12;
+        if (next[row + literals[literal].event] >= 0) {
+          c.atToken = t;
+          c.atOffset = ~result & 0xfff;
+          return literal;
+        }
+        // Not this state's: go on from the literal's accepting state, after its last byte.
+        state = acceptState[literal];
+        o = ~result & 0xfff;
+        continue;
       }
       state = result;
       t++;
@@ -404,6 +414,7 @@ function runDfa(c: Cursor, d: number, limit: number): number {
     for (let p = base + o, end = offsets[id + 1]; p < end; p++) {
       state = step[(state << 8) | pieces[p]];
       if (state < 0) {
+        if (next[row + literals[~state].event] < 0) { state = acceptState[~state]; continue; }
         c.atToken = t;
         c.atOffset = p - base + 1;
         return ~state;

@@ -206,7 +206,7 @@ await probe('20 grammar numbers: default 2.5, -1, after_end 7, values [0.5]: loc
   const ok = rs.every((r) => r.code === 1 && /num\d\.json:\d+:\d+: error/.test(r.stdout));
   return [ok, rs.map((r) => `exit ${r.code}`).join(' ')];
 });
-await probe('21 grammar check refuses what mask refuses (>32 automata)', () => {
+await probe('21 grammar check refuses what mask refuses (a chain of 40 nested tags)', () => {
   const g: any = { name: 'many', prompt: { ends_after: ['<|im_start|>assistant\n'] }, tags: {}, handovers: [], replies: {} };
   for (let i = 0; i < 40; i++) g.tags[`t${i}`] = { open: `<t${i}>`, close: `</t${i}>`, contains: i + 1 < 40 ? [`t${i + 1}`] : [] };
   const gf = file('many.json', JSON.stringify(g, null, 2));
@@ -214,6 +214,23 @@ await probe('21 grammar check refuses what mask refuses (>32 automata)', () => {
   const m = run(['mask', '--grammar', gf, '--tokenizer', QWEN, file('in21.jsonl', `${good}\n`)]);
   const consistent = (c.code === 0) === (m.code !== 2);
   return [consistent && (c.code === 0 || /many\.json:\d+:\d+/.test(c.stdout)), `check exit ${c.code} (${c.stdout.split('\n')[0].slice(0, 100)}), mask exit ${m.code} (${m.stderr.split('\n')[0].slice(0, 100)})`];
+});
+await probe('28 compile time: 400 tags checked and masked under 2 s each; 12 tags containing each other refused fast', () => {
+  const names = Array.from({ length: 400 }, (_, i) => `t${i}`);
+  const g = { name: 'wide', prompt: { ends_after: ['<|im_start|>assistant\n'] }, tags: Object.fromEntries(names.map((n) => [n, { open: `<${n}>`, close: `</${n}>` }])) };
+  const gf = file('wide.json', JSON.stringify(g, null, 2));
+  let t = Date.now();
+  const c = run(['grammar', 'check', gf]);
+  const checkMs = Date.now() - t;
+  t = Date.now();
+  const m = run(['mask', '--grammar', gf, '--tokenizer', QWEN, file('in28.jsonl', `${good}\n`)]);
+  const maskMs = Date.now() - t;
+  const nested = { ...g, tags: Object.fromEntries(names.slice(0, 12).map((n) => [n, { open: `<${n}>`, close: `</${n}>`, contains: names.slice(0, 12).filter((o) => o !== n) }])) };
+  t = Date.now();
+  const n = run(['grammar', 'check', file('nested12.json', JSON.stringify(nested, null, 2))]);
+  const nestedMs = Date.now() - t;
+  const ok = c.code === 0 && m.code === 0 && checkMs < 2000 && maskMs < 2000 && n.code === 1 && /nested12\.json:\d+:\d+: error too-many-states/.test(n.stdout) && nestedMs < 2000;
+  return [ok, `400 tags: check exit ${c.code} ${checkMs} ms ${c.rss.toFixed(0)} MB, mask exit ${m.code} ${maskMs} ms ${m.rss.toFixed(0)} MB; 12 containing: exit ${n.code} ${nestedMs} ms (${n.stdout.split('\n')[0].slice(0, 90)})`];
 });
 const tok = await loadTokenizer(QWEN);
 const hf = { encode: (s: string, _o?: unknown) => tok.encode(s, { addSpecialTokens: false }) };

@@ -9,7 +9,8 @@
  *
  * Properties, for every input and every option set: mask() returns (no crash); spans tile [0, n) with no
  * token claimed twice; the mask is 0/1 only and equals the spans' roles; the same input gives the same
- * result again and from another Masker; maskBatch over several rollouts equals mask() of each.
+ * result again and from another Masker built on per-state automata; maskBatch over several rollouts equals
+ * mask() of each.
  * Nothing here runs the code under test to get expectations: every property compares the masker with itself
  * or with the structure it promises.
  */
@@ -20,6 +21,7 @@ import { buildByteTable, compileGrammar, createMasker, loadGrammar, loadTokenize
 import { checkGrammar } from '../../src/grammar/check.ts';
 import { readGrammar } from '../../src/grammar/schema.ts';
 import { modelLiterals } from '../../src/grammar/check.ts';
+import { buildDfa, type Dfa } from '../../src/grammar/automata.ts';
 import type { MaskResult } from '../../src/masker.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -28,7 +30,10 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 export interface Subject {
   name: string;
   maskers: Masker[];
-  /** A second Masker per option set: results must not depend on which instance ran. */
+  /**
+   * A second Masker per option set, on the per-state automata (`perStateAutomata`): results must depend
+   * neither on which instance ran nor on the model's kinds sharing one automaton.
+   */
   twins: Masker[];
   streams: number[][];
   /** The grammar's literals spelled in the tokenizer's ids (greedy longest pieces: real ids, any segmentation). */
@@ -116,7 +121,7 @@ export async function sampleSubjects(): Promise<Subject[]> {
     subjects.push({
       name,
       maskers: sets.map((options) => new Masker(compiled, table, options)),
-      twins: sets.map((options) => new Masker(compiled, table, options)),
+      twins: sets.map((options) => new Masker(perStateAutomata(compiled), table, options)),
       streams,
       literals,
     });
@@ -210,6 +215,24 @@ export function checkRollout(masker: Masker, twin: Masker, tokens: number[], pro
   if (summary(masker.mask(tokens, { promptLength })) !== summary(result)) throw new Error('the same rollout masked twice gave two results');
   if (summary(twin.mask(tokens, { promptLength })) !== summary(result)) throw new Error('another Masker with the same grammar, tokenizer and options gave another result');
   return result;
+}
+
+/**
+ * The same grammar with one automaton per scanning state, holding only the literals that state takes: the
+ * shape compile.ts built before the model's kinds shared one automaton (where the scanner passes over a
+ * literal the current kind does not take). Built here from the machine's table, not by the compiler.
+ */
+export function perStateAutomata(compiled: CompiledGrammar): CompiledGrammar {
+  const E = compiled.events.length;
+  const dfas: Dfa[] = [];
+  const states = compiled.states.map((state, s) => {
+    if (state.dfa < 0) return state;
+    const literals = compiled.dfas[state.dfa].literals.filter((literal) => compiled.next[s * E + literal.event] >= 0);
+    if (!literals.length) return { ...state, dfa: -1 };
+    dfas.push(buildDfa(literals));
+    return { ...state, dfa: dfas.length - 1 };
+  });
+  return { ...compiled, states, dfas };
 }
 
 /** maskBatch over rollouts stored back to back equals mask() of each. */
@@ -329,7 +352,7 @@ export function checkRandomGrammar(value: unknown, streams: Array<{ parts: Array
   if (!random) return false;
   const options = RANDOM_OPTION_SETS[optionIndex % RANDOM_OPTION_SETS.length];
   const masker = new Masker(random.compiled, random.table, options);
-  const twin = new Masker(random.compiled, random.table, options);
+  const twin = new Masker(perStateAutomata(random.compiled), random.table, options);
   const rollouts = streams.map((stream) => ({ tokens: tokensOf(random, stream, (value as { prompt: { ends_after: string[] } }).prompt.ends_after[0]) }));
   for (const { tokens } of rollouts) checkRollout(masker, twin, tokens, undefined);
   checkBatch(masker, rollouts);

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { Masker } from '../../src/masker.ts';
 import { bind, grammarTables } from '../../src/scan/bind.ts';
 import { MaskerPool } from '../../src/suites.ts';
-import { encode, piecewise, SEARCH, table } from './kit.ts';
+import { encode, grammarOf, piecewise, SEARCH, table } from './kit.ts';
 
 const PROMPT: [string, 0] = ['Q: who?\nGo:\n', 0];
 
@@ -56,6 +56,16 @@ describe('scanner steps', () => {
       expect(result.mask[straddler]).toBe(straddle);
       expect(found.find((item) => item.token === straddler)!.message).toContain('action then observation');
     }
+  });
+
+  it('a literal the current kind does not take is passed over, and its last bytes can still begin one it does', () => {
+    // The model's kinds share one automaton: inside <a>, b's close `b/|` is heard but not taken, and its `|`
+    // is also the first byte of a's close `|end`.
+    const overlapping = grammarOf({ name: 'overlap', prompt: { ends_after: ['Go:\n'] }, tags: { a: { open: '<a>', close: '|end' }, b: { open: '<b>', close: 'b/|' } } });
+    const prompt = encode('Q: who?\nGo:\n').length;
+    const inside = encode('<a>x b/|end').length;
+    const result = new Masker(overlapping, table).mask(encode('Q: who?\nGo:\n<a>x b/|end more'));
+    expect(result.spans.map(({ tag, start, end }) => [tag, start, end])).toEqual([['prompt', 0, prompt], ['a', prompt, prompt + inside], ['text', prompt + inside, prompt + inside + encode(' more').length]]);
   });
 
   it('no prompt end and no prompt_length: every token is prompt, one no-prompt-end error', () => {

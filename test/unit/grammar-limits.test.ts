@@ -1,19 +1,20 @@
 /**
  * `grammar check` knows every limit `mask` has, and says so with a location, quickly: a grammar that passes
  * the check is never refused when a masker is built from it. The audit's grammars: 400 tags (29 s and 1 GB
- * before, then refused by mask), 12 tags that all contain each other (over 120 s), a chain of 40 nested tags
- * (passed the check, then "needs 42 automata; at most 32" at mask time), and a file nested 50,000 deep.
+ * before; now compiled, one automaton for all the model's kinds), 12 tags that all contain each other (over
+ * 120 s before; refused), a chain of 40 nested tags (passed the check, then "needs 42 automata; at most 32" at
+ * mask time), and a file nested 50,000 deep.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildByteTable, checkGrammarFile, Masker } from '../../src/index.ts';
-import { readFileSync } from 'node:fs';
+import { checkGrammarFile, Masker } from '../../src/index.ts';
+import { encode, table } from '../modules/kit.ts';
+import { MAX_AUTOMATA } from '../../src/grammar/check.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'tagmask-limits-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const table = buildByteTable(JSON.parse(readFileSync(new URL('../../samples/tutorial-404/tokenizer.json', import.meta.url), 'utf8')));
 
 let counter = 0;
 function write(text: string): string {
@@ -37,15 +38,24 @@ function check(file: string) {
 const HANG_GUARD = { timeout: 30_000 };
 
 describe('grammar check knows what mask refuses', () => {
-  it('400 tags: a located too-many-automata error', HANG_GUARD, () => {
-    const { errors } = check(grammarWith(tags(400)));
-    expect(errors.map((issue) => [issue.code, issue.path])).toEqual([['too-many-automata', 'tags']]);
-    expect(errors[0].place.line).toBeGreaterThan(1);
+  it('400 tags pass the check, and a masker built from them reads every tag', HANG_GUARD, () => {
+    const { checked, errors } = check(grammarWith(tags(400)));
+    expect(errors).toEqual([]);
+    const masker = new Masker(checked.compiled!, table);
+    // The last tag, then the first inside it (a nested-tag note), each span by its own tag's name.
+    const pieces: Array<[string, string]> = [['prompt', 'hi<|im_start|>assistant\n'], ['t399', '<t399>a'], ['t0', '<t0>b</t0>'], ['text', ' c']];
+    const ids = pieces.flatMap(([, text]) => encode(text));
+    const result = masker.mask(ids);
+    let at = 0;
+    const want = pieces.map(([tag, text]) => { const start = at; at += encode(text).length; return [tag, start, at]; });
+    expect(result.spans.map((span) => [span.tag, span.start, span.end])).toEqual(want);
+    expect(result.diagnostics.map((item) => item.code)).toEqual(['nested-tag']);
   });
 
-  it('a chain of 40 nested tags is refused by the check, not first by mask', () => {
-    const { errors } = check(grammarWith(tags(40, (i, names) => (i + 1 < names.length ? [names[i + 1]] : []))));
-    expect(errors.map((issue) => issue.code)).toEqual(['too-many-automata']);
+  it('a chain of 40 nested tags passes the check and builds a masker (kinds nest at most 4 deep)', () => {
+    const { checked, errors } = check(grammarWith(tags(40, (i, names) => (i + 1 < names.length ? [names[i + 1]] : []))));
+    expect(errors).toEqual([]);
+    expect(() => new Masker(checked.compiled!, table)).not.toThrow();
   });
 
   it('12 tags that all contain each other: a located too-many-states error', HANG_GUARD, () => {
@@ -53,13 +63,23 @@ describe('grammar check knows what mask refuses', () => {
     expect(errors.map((issue) => [issue.code, issue.path])).toEqual([['too-many-states', 'tags.t0.contains']]);
   });
 
-  it('a grammar within the limits passes the check and a masker is built from it (30 tags: 32 automata)', () => {
-    const { checked, errors } = check(grammarWith(tags(30)));
-    expect(errors).toEqual([]);
-    expect(checked.compiled!.dfas.length).toBe(32);
-    // One more tag is one automaton too many, and the check says so.
-    expect(check(grammarWith(tags(31))).errors.map((issue) => issue.code)).toEqual(['too-many-automata']);
-    expect(() => new Masker(checked.compiled!, table)).not.toThrow();
+  it('each reply with a close is an automaton of its own: more than the limit is a located error from the check', () => {
+    const withReplies = (count: number) => {
+      const names = Array.from({ length: count }, (_, i) => `r${i}`);
+      return write(JSON.stringify({
+        name: 'replies', prompt: { ends_after: ['<|im_start|>assistant\n'] }, tags: { call: { open: '<call>', close: '</call>' } },
+        handovers: [{ after: '</call>', replies: names }],
+        replies: Object.fromEntries(names.map((name) => [name, { open: `<${name}>`, close: `</${name}>` }])),
+      }, null, 2));
+    };
+    // The prompt's automaton, the model's, and one per reply.
+    const within = check(withReplies(MAX_AUTOMATA - 2));
+    expect(within.errors).toEqual([]);
+    expect(within.checked.compiled!.dfas.length).toBe(MAX_AUTOMATA);
+    expect(() => new Masker(within.checked.compiled!, table)).not.toThrow();
+    const over = check(withReplies(MAX_AUTOMATA - 1)).errors;
+    expect(over.map((issue) => [issue.code, issue.path])).toEqual([['too-many-automata', 'replies']]);
+    expect(over[0].place.line).toBeGreaterThan(1);
   });
 
   it('a file nested 50,000 levels deep is a located syntax error, not a stack overflow', () => {

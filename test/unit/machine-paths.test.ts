@@ -146,8 +146,10 @@ function paddingId(grammar: CompiledGrammar, encode: (text: string) => number[])
  * `Action Input:`), a marker that must start a line cannot appear before that close hands the turn over.
  */
 function unwritable(grammar: CompiledGrammar, value: unknown, eventType: string): boolean {
-  // Nested kinds are states named `outer>inner`: the open tag is the innermost.
-  const kind = typeof value === 'object' && value !== null ? (value as { model?: string }).model?.split('>').pop() : undefined;
+  // Nested kinds are states named `outer>inner` inside the model state: the open tag is the innermost.
+  let leaf: unknown = value;
+  while (typeof leaf === 'object' && leaf !== null) leaf = Object.values(leaf)[0];
+  const kind = typeof value === 'object' && value !== null && 'model' in value ? String(leaf).split('>').pop() : undefined;
   const [family, name] = eventType.split(':');
   const closesAtLineEnd = kind !== undefined && grammar.grammar.tags[kind]?.close.includes('\n');
   return closesAtLineEnd && family === 'OPEN' && grammar.grammar.tags[name].line_start;
