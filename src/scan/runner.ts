@@ -27,7 +27,8 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
   if (promptLength > n) throw new RolloutError(`prompt_length ${promptLength} is longer than the rollout (${n} tokens)`);
   const c = cursor;
   c.begin(bound, ids);
-  const { states } = bound.grammar;
+  const { states, next } = bound.grammar;
+  const E = bound.grammar.events.length;
   const { dfas } = bound;
   findPadding(c);
   // A given prompt is the prompt even where its last tokens look like padding: padding starts after it.
@@ -43,7 +44,14 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
     }
     if (info.dfa < 0) break; // done, or a state with nothing to hear
     const limit = limitOf(c, info);
-    const literalIndex = runDfa(c, info.dfa, limit);
+    let literalIndex = runDfa(c, info.dfa, limit, 0);
+    // The model's kinds share one automaton, and a literal counts only where the machine takes its event.
+    // Another's (a close of a tag not open) is passed over: the scan goes on from its accepting state, so
+    // its last bytes can still begin a literal that counts.
+    while (literalIndex >= 0 && next[c.state * E + dfas[info.dfa].literals[literalIndex].event] < 0) {
+      c.moveToEnd();
+      literalIndex = runDfa(c, info.dfa, limit, dfas[info.dfa].acceptState[literalIndex]);
+    }
     if (literalIndex < 0) {
       if (atBudget(c, info, limit)) continue;
       break;
@@ -355,20 +363,17 @@ function enter(c: Cursor, target: number, t: number, o: number): void {
 }
 
 /**
- * Run automaton `d` from the cursor up to token `limit`. Returns the accepted literal's index with its
- * end in atToken/atOffset, or -1. Throws on an id outside the vocabulary.
+ * Run automaton `d` from the cursor, in automaton state `from`, up to token `limit`. Returns the accepted
+ * literal's index with its end in atToken/atOffset, or -1. Throws on an id outside the vocabulary.
  */
-function runDfa(c: Cursor, d: number, limit: number): number {
+function runDfa(c: Cursor, d: number, limit: number, from: number): number {
   const bound = c.bound;
   const ids = c.ids;
   const { pieces, offsets, flags, size } = bound.scan;
-  const { step, acceptState, literals } = bound.dfas[d];
-  // The model's kinds share one automaton: a literal counts only where the machine takes its event.
-  const { next } = bound.grammar;
-  const row = c.state * bound.grammar.events.length;
+  const step = bound.dfas[d].step;
   const skip = bound.skip[d];
   const { memoState, memoId, memoResult } = bound.memo[d];
-  let state = 0;
+  let state = from;
   let t = c.token;
   let o = c.offset;
   while (t < limit) {
@@ -396,16 +401,9 @@ function runDfa(c: Cursor, d: number, limit: number): number {
         memoResult[slot] = result;
       }
       if (result < 0) {
-        const literal = (~result) >>> 12;
-        if (next[row + literals[literal].event] >= 0) {
-          c.atToken = t;
-          c.atOffset = ~result & 0xfff;
-          return literal;
-        }
-        // Not this state's: go on from the literal's accepting state, after its last byte.
-        state = acceptState[literal];
-        o = ~result & 0xfff;
-        continue;
+        c.atToken = t;
+        c.atOffset = ~result & 0xfff;
+        return (~result) >>> 12;
       }
       state = result;
       t++;
@@ -414,7 +412,6 @@ function runDfa(c: Cursor, d: number, limit: number): number {
     for (let p = base + o, end = offsets[id + 1]; p < end; p++) {
       state = step[(state << 8) | pieces[p]];
       if (state < 0) {
-        if (next[row + literals[~state].event] < 0) { state = acceptState[~state]; continue; }
         c.atToken = t;
         c.atOffset = p - base + 1;
         return ~state;
