@@ -1,6 +1,7 @@
 /**
- * Byte automata: per machine state, one DFA over the literals that state can hear (Aho–Corasick made a
- * full table, one load per byte), and the choice of what to look for to find an interrupting text.
+ * Byte automata: one DFA over the literals a group of machine states can hear (Aho–Corasick made a full
+ * table, one load per byte; compile.ts groups the states), and the choice of what to look for to find an
+ * interrupting text.
  */
 
 export interface Dfa {
