@@ -282,6 +282,37 @@ describe('meaning errors', () => {
     expect(['5:20', '6:20']).toContain(where(errors[0]));
   });
 
+  it('a reply whose close is its own open is a literal-overlap at the close (inside it, both are heard)', () => {
+    const file = fixture([
+      '{',
+      '  "name": "t",',
+      PROMPT_LINE,
+      '  "tags": { "a": { "open": "<a>", "close": "</a>" } },',
+      '  "handovers": [{ "after": "</a>", "replies": ["env"] }],',
+      '  "replies": { "env": { "open": "<o>", "close": "<o>" } }',
+      '}',
+    ]);
+    const errors = expectRejected(file);
+    expect(errors.map((issue) => [issue.code, issue.path, issue.args.rule])).toEqual([['literal-overlap', 'replies.env.close', 'same']]);
+    // `  "replies": { "env": { "open": "<o>", "close": "<o>" } }`: "close" is columns 40-46, its value starts at 49.
+    expect(where(errors[0])).toBe('6:49');
+  });
+
+  it('a reply no handover lists: a warning for the reply, and its state can never be reached', () => {
+    const file = fixture([
+      '{',
+      '  "name": "t",',
+      PROMPT_LINE,
+      '  "tags": { "a": { "open": "<a>", "close": "</a>" } },',
+      '  "handovers": [{ "after": "</a>", "replies": ["used"] }],',
+      '  "replies": { "used": { "open": "<o>", "close": "</o>" }, "spare": { "open": "<p>", "close": "</p>" } }',
+      '}',
+    ]);
+    const checked = checkGrammarFile(file);
+    expect(checked.issues.map((issue) => [issue.code, issue.severity])).toEqual([['unreachable-reply', 'warning'], ['unreachable-state', 'warning']]);
+    expect(checked.issues[1].message).toContain('reply-spare');
+  });
+
   it('an option referenced as "$x" that is not declared points at the reference', () => {
     const file = fixture([
       '{',
