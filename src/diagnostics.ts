@@ -123,7 +123,8 @@ export const CODES = {
   'reply-shape': { family: 'grammar', severity: 'error', message: (a) => (a.rule === 'ends-before-not-model' ? `${q(a.literal)} ` : '') + REPLY_SHAPE[a.rule as ReplyShapeRule] },
   'unreachable-reply': { family: 'grammar', severity: 'warning', message: (a) => `no handover lists ${q(a.name)} and it does not interrupt, so it can never be recognised` },
   'too-many-automata': { family: 'grammar', severity: 'error', message: (a) => `the grammar needs ${a.detail}; at most ${a.budget} are supported (the prompt and each reply with a close are scanned by an automaton of their own)` },
-  'too-many-states': { family: 'grammar', severity: 'error', message: (a) => `tags that contain each other make ${a.detail}; at most ${a.budget} are supported: let fewer tags contain each other` },
+  'too-many-states': { family: 'grammar', severity: 'error', message: (a) => `the tags make ${a.detail} (one per tag, one per nesting that "contains" makes); at most ${a.budget} are supported: declare fewer tags, or let fewer contain each other` },
+  'grammar-too-large': { family: 'grammar', severity: 'error', message: (a) => `the grammar declares ${a.detail} by here; at most ${a.budget} are supported (literals are compared pairwise, and each byte is a row of a scanning table)` },
   'unreachable-state': { family: 'grammar', severity: 'warning', message: (a) => `state ${a.name} can never be reached from the prompt` },
   'literal-overlap': {
     family: 'grammar', severity: 'error', message: (a) => (a.rule === 'same' ? `${q(a.literal)} is also ${a.otherPath}: each literal may mean one thing`

@@ -3,6 +3,8 @@
  * Each issue names the JSON path it is about; the loader adds file:line:column.
  */
 import { joinPath } from './json.ts';
+
+const utf8 = new TextEncoder();
 import type { Grammar } from './schema.ts';
 import { messageOf, severityOf, type DiagnosticArgs, type GrammarIssueCode, type Severity } from '../diagnostics.ts';
 
@@ -22,6 +24,37 @@ export interface GrammarIssue {
 export function grammarIssue(code: GrammarIssueCode, path: string, args: DiagnosticArgs = {}): GrammarIssue {
   return { code, severity: severityOf(code), path, args, message: messageOf(code, args) };
 }
+
+/**
+ * Every literal a grammar declares, with its path: the scanner's byte view must know them all (scan/bind.ts),
+ * and their number and size bound what checking and compiling cost.
+ */
+export function declaredLiterals(grammar: Grammar): Array<{ literal: string; path: string }> {
+  const out: Array<{ literal: string; path: string }> = [];
+  const each = (base: string, list: string[]) => list.forEach((literal, index) => out.push({ literal, path: `${base}[${index}]` }));
+  each('prompt.ends_after', grammar.prompt.ends_after);
+  each('prompt.then_optional', grammar.prompt.then_optional);
+  each('headers', grammar.headers);
+  out.push(...modelLiterals(grammar).filter((item) => !item.path.startsWith('headers[')));
+  grammar.handovers.forEach((handover, index) => each(`handovers[${index}].model_continues`, handover.model_continues));
+  for (const [name, reply] of Object.entries(grammar.replies)) {
+    const path = joinPath('replies', name);
+    for (const key of ['open', 'close', 'ends_before', 'text'] as const) {
+      const literal = reply[key];
+      if (literal !== undefined) out.push({ literal, path: `${path}.${key}` });
+    }
+    each(`${path}.close_then_optional`, reply.close_then_optional);
+  }
+  return out;
+}
+
+/**
+ * Literals a grammar may declare, and their bytes in all. The overlap check compares literals pairwise, and
+ * each byte of a literal is a 1 KB row of a scanning table (twice: as written, and in a tokenizer's bytes):
+ * 400 tags are 800 literals of about 5 KB; a 1 MB literal once took 8 s and 2.3 GB.
+ */
+export const MAX_LITERALS = 2048;
+export const MAX_LITERAL_BYTES = 65_536;
 
 /**
  * Every literal the model's turn is scanned for, with the path that declares it. A tag close that is
@@ -78,6 +111,17 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
   const add = (code: GrammarIssueCode, path: string, args: DiagnosticArgs = {}) => issues.push(grammarIssue(code, path, args));
   const tags = Object.keys(grammar.tags);
   const options = Object.keys(grammar.options);
+
+  // Size first: what follows compares literals pairwise, and compiling builds tables from their bytes.
+  let bytes = 0;
+  for (const [index, item] of declaredLiterals(grammar).entries()) {
+    bytes += utf8.encode(item.literal).length;
+    if (index >= MAX_LITERALS || bytes > MAX_LITERAL_BYTES) {
+      const detail = index >= MAX_LITERALS ? `more than ${MAX_LITERALS} literals` : `more than ${MAX_LITERAL_BYTES} bytes of literals`;
+      add('grammar-too-large', item.path, { detail, budget: index >= MAX_LITERALS ? MAX_LITERALS : MAX_LITERAL_BYTES });
+      return issues;
+    }
+  }
 
   for (const [name, tag] of Object.entries(grammar.tags)) {
     tag.contains.forEach((inner, index) => {
@@ -176,7 +220,7 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
   const kindStates = countKindStates(grammar, MAX_KIND_STATES);
   if (kindStates > MAX_KIND_STATES) {
     const nesting = Object.entries(grammar.tags).find(([, tag]) => tag.contains.length > 0);
-    add('too-many-states', nesting ? `${joinPath('tags', nesting[0])}.contains` : 'tags', { detail: `more than ${MAX_KIND_STATES} nested states`, budget: MAX_KIND_STATES });
+    add('too-many-states', nesting ? `${joinPath('tags', nesting[0])}.contains` : 'tags', { detail: `more than ${MAX_KIND_STATES} kind states`, budget: MAX_KIND_STATES });
   }
   return issues;
 }

@@ -8,7 +8,7 @@
  */
 import type { CompiledGrammar, Role } from '../grammar/compile.ts';
 import { buildDfa, interruptTrigger, type Dfa } from '../grammar/automata.ts';
-import { MAX_AUTOMATA, modelLiterals } from '../grammar/check.ts';
+import { declaredLiterals, MAX_AUTOMATA, modelLiterals } from '../grammar/check.ts';
 import { optionValueProblem, type Grammar } from '../grammar/schema.ts';
 import { KNOWN, type ByteTable } from '../tokenizer/table.ts';
 import { buildScanView } from '../tokenizer/special.ts';
@@ -81,24 +81,9 @@ export function grammarTables(grammar: CompiledGrammar, table: ByteTable): Gramm
   return tables;
 }
 
-/** Every literal a grammar declares: the scan view must know them all to give their special tokens a byte. */
-function allLiterals(grammar: Grammar): string[] {
-  const out = [...grammar.prompt.ends_after, ...grammar.prompt.then_optional, ...grammar.headers];
-  for (const tag of Object.values(grammar.tags)) out.push(...tag.open, ...tag.close);
-  for (const handover of grammar.handovers) {
-    if (handover.after !== undefined) out.push(handover.after);
-    out.push(...handover.model_continues);
-  }
-  for (const reply of Object.values(grammar.replies)) {
-    for (const literal of [reply.open, reply.close, reply.ends_before, reply.text]) if (literal !== undefined) out.push(literal);
-    out.push(...reply.close_then_optional);
-  }
-  return out;
-}
-
 function buildTables(grammar: CompiledGrammar, table: ByteTable): GrammarTables {
   if (grammar.dfas.length > MAX_AUTOMATA) throw new Error(`grammar ${grammar.grammar.name} needs ${grammar.dfas.length} automata; at most ${MAX_AUTOMATA} are supported`);
-  const view = buildScanView(table, allLiterals(grammar.grammar));
+  const view = buildScanView(table, declaredLiterals(grammar.grammar).map((item) => item.literal));
   const { encode } = view;
   const others = modelLiterals(grammar.grammar).map((item) => encode(item.literal));
   // The same automata, over the scanner's bytes: a literal's special tokens become their sentinel bytes.

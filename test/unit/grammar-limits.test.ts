@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { checkGrammarFile, Masker } from '../../src/index.ts';
 import { encode, table } from '../modules/kit.ts';
-import { MAX_AUTOMATA } from '../../src/grammar/check.ts';
+import { MAX_AUTOMATA, MAX_LITERAL_BYTES, MAX_LITERALS } from '../../src/grammar/check.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'tagmask-limits-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -80,6 +80,22 @@ describe('grammar check knows what mask refuses', () => {
     const over = check(withReplies(MAX_AUTOMATA - 1)).errors;
     expect(over.map((issue) => [issue.code, issue.path])).toEqual([['too-many-automata', 'replies']]);
     expect(over[0].place.line).toBeGreaterThan(1);
+  });
+
+  it('more literals than the limit, or more literal bytes: a located grammar-too-large, before anything quadratic', () => {
+    // Headers are not limited by the kind states: only the literal count bounds them.
+    const headers = Array.from({ length: MAX_LITERALS + 10 }, (_, i) => `<h${i}>`);
+    const many = check(write(JSON.stringify({ name: 'many', prompt: { ends_after: ['Go:\n'] }, tags: {}, headers }, null, 2))).errors;
+    // The prompt's end is literal 0, so header MAX_LITERALS - 1 is the first one past the limit.
+    expect(many.map((issue) => [issue.code, issue.path])).toEqual([['grammar-too-large', `headers[${MAX_LITERALS - 1}]`]]);
+    expect(many[0].place.line).toBeGreaterThan(MAX_LITERALS);
+    // A 1 MB close once took 8 s and 2.3 GB to compile (a dense automaton row per byte).
+    const long = check(grammarWith({ a: { open: '<a>', close: `</a>${'x'.repeat(MAX_LITERAL_BYTES)}` } })).errors;
+    expect(long.map((issue) => [issue.code, issue.path])).toEqual([['grammar-too-large', 'tags.a.close']]);
+    // Just under the byte limit still compiles and builds a masker.
+    const fits = check(grammarWith({ a: { open: '<a>', close: `</a>${'x'.repeat(MAX_LITERAL_BYTES - 100)}` } }));
+    expect(fits.errors).toEqual([]);
+    expect(() => new Masker(fits.checked.compiled!, table)).not.toThrow();
   });
 
   it('a file nested 50,000 levels deep is a located syntax error, not a stack overflow', () => {
