@@ -215,7 +215,7 @@ await probe('21 grammar check refuses what mask refuses (a chain of 40 nested ta
   const consistent = (c.code === 0) === (m.code !== 2);
   return [consistent && (c.code === 0 || /many\.json:\d+:\d+/.test(c.stdout)), `check exit ${c.code} (${c.stdout.split('\n')[0].slice(0, 100)}), mask exit ${m.code} (${m.stderr.split('\n')[0].slice(0, 100)})`];
 });
-await probe('28 compile time: 400 tags checked and masked under 2 s each; 12 tags containing each other refused fast', () => {
+await probe('28 compile time: 400 tags checked and masked under 2 s each; 12 tags containing each other and a 1 MB literal refused fast', () => {
   const names = Array.from({ length: 400 }, (_, i) => `t${i}`);
   const g = { name: 'wide', prompt: { ends_after: ['<|im_start|>assistant\n'] }, tags: Object.fromEntries(names.map((n) => [n, { open: `<${n}>`, close: `</${n}>` }])) };
   const gf = file('wide.json', JSON.stringify(g, null, 2));
@@ -229,8 +229,12 @@ await probe('28 compile time: 400 tags checked and masked under 2 s each; 12 tag
   t = Date.now();
   const n = run(['grammar', 'check', file('nested12.json', JSON.stringify(nested, null, 2))]);
   const nestedMs = Date.now() - t;
-  const ok = c.code === 0 && m.code === 0 && checkMs < 2000 && maskMs < 2000 && n.code === 1 && /nested12\.json:\d+:\d+: error too-many-states/.test(n.stdout) && nestedMs < 2000;
-  return [ok, `400 tags: check exit ${c.code} ${checkMs} ms ${c.rss.toFixed(0)} MB, mask exit ${m.code} ${maskMs} ms ${m.rss.toFixed(0)} MB; 12 containing: exit ${n.code} ${nestedMs} ms (${n.stdout.split('\n')[0].slice(0, 90)})`];
+  t = Date.now();
+  const big = run(['grammar', 'check', file('long-literal.json', JSON.stringify({ ...g, tags: { a: { open: '<a>', close: `</a>${'x'.repeat(1_000_000)}` } } }))]);
+  const bigMs = Date.now() - t;
+  const ok = c.code === 0 && m.code === 0 && checkMs < 2000 && maskMs < 2000 && n.code === 1 && /nested12\.json:\d+:\d+: error too-many-states/.test(n.stdout) && nestedMs < 2000
+    && big.code === 1 && /long-literal\.json:\d+:\d+: error grammar-too-large/.test(big.stdout) && bigMs < 2000;
+  return [ok, `400 tags: check exit ${c.code} ${checkMs} ms ${c.rss.toFixed(0)} MB, mask exit ${m.code} ${maskMs} ms ${m.rss.toFixed(0)} MB; 12 containing: exit ${n.code} ${nestedMs} ms (${n.stdout.split('\n')[0].slice(0, 90)}); 1 MB literal: exit ${big.code} ${bigMs} ms ${big.rss.toFixed(0)} MB`];
 });
 const tok = await loadTokenizer(QWEN);
 const hf = { encode: (s: string, _o?: unknown) => tok.encode(s, { addSpecialTokens: false }) };
