@@ -311,6 +311,45 @@ describe('check --html in chromium', { timeout: 120_000 }, () => {
       const [r, g, b] = colours.body.match(/\d+/g)!.map(Number);
       if (scheme === 'dark') expect(r + g + b).toBeLessThan(200);
       else expect(r + g + b).toBeGreaterThan(600);
+      // Text stays readable on every background the page gives it: WCAG 2 contrast of at least 4.5:1, measured on
+      // what chromium renders (computed colours, background taken from the nearest painted ancestor).
+      const pairs = await tab.evaluate(() => {
+        const painted = (element: Element | null): string => {
+          for (let at = element; at; at = at.parentElement) {
+            const background = getComputedStyle(at).backgroundColor;
+            if (background !== 'rgba(0, 0, 0, 0)' && background !== 'transparent') return background;
+          }
+          return 'rgb(255, 255, 255)';
+        };
+        const probe = (name: string, className: string, parentSelector: string) => {
+          const element = document.createElement('span');
+          element.className = className;
+          element.textContent = 'x';
+          document.querySelector(parentSelector)!.appendChild(element);
+          const pair = { name, fg: getComputedStyle(element).color, bg: painted(element) };
+          element.remove();
+          return pair;
+        };
+        return [
+          probe('action token', 'k a', '.column-protocol .text'), probe('observation token', 'k o', '.column-protocol .text'),
+          probe('unmasked token', 'k n', '.column-protocol .text'), probe('body text', '', '#view'), probe('muted text', 'meta', '#view'),
+          probe('muted text in the list', 'badges', '#list'), probe('badge: trains on environment', 'b-up', '#list'),
+          probe('badge: leaves model untrained', 'b-down', '#list'), probe('badge: diagnostics', 'b-diag', '#list'),
+        ];
+      });
+      const luminance = (colour: string) => {
+        const [red, green, blue] = colour.match(/[\d.]+/g)!.slice(0, 3).map((value) => {
+          const channel = Number(value) / 255;
+          return channel <= 0.04045 ? channel / 12.92 : ((channel + 0.055) / 1.055) ** 2.4;
+        });
+        return 0.2126 * red + 0.7152 * green + 0.0722 * blue;
+      };
+      const contrast = (a: string, b: string) => {
+        const [light, dark] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+        return (light + 0.05) / (dark + 0.05);
+      };
+      const ratios = pairs.map((pair) => ({ ...pair, ratio: Math.round(contrast(pair.fg, pair.bg) * 100) / 100 }));
+      expect(ratios.filter((pair) => pair.ratio < 4.5), scheme).toEqual([]);
       await screenshot(opened, `check-${scheme}`);
       expectClean(opened, page);
       await opened.context.close();
