@@ -178,7 +178,7 @@ function columnValue(kind: ColumnKind, value: unknown): unknown {
 /** Rows written per row group: bounded memory, and groups a reader can take one at a time. */
 const GROUP_ROWS = 8192;
 /** …or fewer, when rows are long: a group is flushed once it holds this many list values. */
-const GROUP_VALUES = 1 << 22;
+const GROUP_VALUES = 1 << 20;
 /** hyparquet-writer output is handed to the file in chunks of about this size (its own file writer uses 1 MB). */
 const CHUNK_BYTES = 1 << 20;
 
