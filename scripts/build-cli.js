@@ -11,7 +11,11 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const outfile = join(root, 'dist', 'cli.js');
 
-/** The newest modification time under `dir`, folders included (a deleted file changes its folder's). */
+/**
+ * The newest modification time under `dir`, folders included (a deleted file changes its folder's).
+ * @param {string} dir
+ * @returns {number}
+ */
 function newest(dir) {
   let time = statSync(dir).mtimeMs;
   for (const entry of readdirSync(dir, { withFileTypes: true })) {

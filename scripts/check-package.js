@@ -19,16 +19,19 @@ const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const bareEnv = { PATH: process.env.PATH, HOME: join(work, 'home') };
 let failures = 0;
 
+/** @param {string} name @param {boolean} ok @param {string} [detail] */
 function check(name, ok, detail = '') {
   process.stdout.write(`${ok ? '✔' : '✖'} ${name}${detail ? `: ${detail}` : ''}\n`);
   if (!ok) failures++;
 }
 
+/** @param {string} command @param {string[]} args @param {string} cwd @param {import('node:child_process').SpawnSyncOptions} [options] */
 function run(command, args, cwd, options = {}) {
   const result = spawnSync(command, args, { cwd, env: bareEnv, encoding: 'utf8', ...options });
-  return { code: result.status, stdout: result.stdout ?? '', stderr: result.stderr ?? '' };
+  return { code: result.status, stdout: String(result.stdout ?? ''), stderr: String(result.stderr ?? '') };
 }
 
+/** @param {string} path @returns {number} */
 function sizeOf(path) {
   const stat = statSync(path, { throwIfNoEntry: false });
   if (!stat) return 0;
@@ -93,7 +96,7 @@ try {
   const tsc = run(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], app);
   check('TypeScript consumer (NodeNext, strict, skipLibCheck off) compiles', tsc.code === 0, `${tsc.stdout}${tsc.stderr}`.trim().split('\n').slice(0, 5).join(' | '));
 } catch (error) {
-  check('package check ran to the end', false, error.message);
+  check('package check ran to the end', false, error instanceof Error ? error.message : String(error));
 } finally {
   if (keep) process.stdout.write(`kept ${work}\n`);
   else rmSync(work, { recursive: true, force: true });
