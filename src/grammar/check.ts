@@ -3,8 +3,10 @@
  * Each issue names the JSON path it is about; the loader adds file:line:column.
  */
 import { joinPath } from './json.ts';
+import { interruptTrigger } from './automata.ts';
 
 const utf8 = new TextEncoder();
+const decoder = new TextDecoder();
 import type { Grammar } from './schema.ts';
 import { messageOf, severityOf, type DiagnosticArgs, type GrammarIssueCode, type Severity } from '../diagnostics.ts';
 
@@ -205,6 +207,17 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
   for (const a of prompts) for (const b of prompts) {
     if (a !== b && a.literal.includes(b.literal)) add('literal-overlap', a.path, { rule: 'contains', literal: a.literal, otherPath: b.path, other: b.literal });
   }
+  // Interrupting texts are found inside a model turn by a piece of each (automata.ts interruptTrigger): two
+  // whose pieces are the same, or one inside the other, could not be told apart.
+  const modelBytes = literals.map((item) => utf8.encode(item.literal));
+  const triggers = Object.entries(grammar.replies).filter(([, reply]) => reply.interrupts && reply.text !== undefined).map(([name, reply]) => ({
+    path: `${joinPath('replies', name)}.text`, text: reply.text!, trigger: decoder.decode(interruptTrigger(utf8.encode(reply.text!), modelBytes).trigger),
+  }));
+  triggers.forEach((a, i) => triggers.slice(0, i).forEach((b) => {
+    if (a.trigger.includes(b.trigger) || b.trigger.includes(a.trigger)) {
+      add('literal-overlap', a.path, { rule: 'interrupts-alike', literal: a.text, otherPath: b.path, other: b.text, detail: a.trigger.length <= b.trigger.length ? a.trigger : b.trigger });
+    }
+  }));
   grammar.handovers.forEach((handover, index) => {
     handover.model_continues.forEach((literal, at) => {
       const clash = Object.values(grammar.replies).find((reply) => {

@@ -274,23 +274,40 @@ const literalText = fc.oneof(
   word.map((w) => `\n${w}\n`),
 );
 
-/** A random grammar object (it may be invalid: the check decides, and only valid ones are fuzzed). */
+/** A reply: an envelope (with a budget, maybe repeating), or a fixed text (maybe interrupting). */
+const randomReply = fc.oneof(
+  fc.record({ open: literalText, close: literalText, max_tokens: fc.option(fc.integer({ min: 1, max: 20 })), repeats: fc.boolean() }),
+  fc.record({ text: fc.tuple(fc.constantFrom('', '\n'), word, fc.constantFrom('', '\n')).map(([a, w, b]) => `${a}ERR ${w}${b}`), interrupts: fc.boolean() }),
+);
+
+/**
+ * A random grammar object (it may be invalid: the check decides, and only valid ones are fuzzed): up to four
+ * tags nesting by `contains`, a handover after a literal or after a tag, one or two replies, and sometimes a
+ * template header (heard anywhere in a model turn).
+ */
 export const randomGrammar = fc.record({
   tags: fc.uniqueArray(fc.record({ name: fc.constantFrom('t1', 't2', 't3', 't4', 't5'), open: literalText, close: fc.option(literalText), lookalike: fc.boolean(), line_start: fc.boolean(), contains: fc.subarray(['t1', 't2', 't3']) }), { selector: (tag) => tag.name, minLength: 1, maxLength: 4 }),
   handoverAfter: fc.option(literalText),
-  reply: fc.oneof(
-    fc.record({ open: literalText, close: literalText, max_tokens: fc.option(fc.integer({ min: 1, max: 20 })) }),
-    fc.record({ text: fc.tuple(fc.constantFrom('', '\n'), word, fc.constantFrom('', '\n')).map(([a, w, b]) => `${a}ERR ${w}${b}`), interrupts: fc.boolean() }),
-  ),
+  handoverAfterTag: fc.boolean(),
+  replies: fc.array(randomReply, { minLength: 1, maxLength: 2 }),
+  header: fc.option(fc.constantFrom('<|h|>\n', 'HDR:\n'), { freq: 3 }),
   promptEnd: fc.constantFrom('<s>\n', 'GO\n'),
-}).map((spec) => ({
-  name: 'random',
-  prompt: { ends_after: [spec.promptEnd] },
-  tags: Object.fromEntries(spec.tags.map((tag) => [tag.name, { open: tag.open, ...(tag.close ? { close: tag.close } : {}), lookalike: tag.lookalike, line_start: tag.line_start, contains: tag.contains.filter((name) => spec.tags.some((other) => other.name === name) && name !== tag.name) }])),
-  handovers: spec.handoverAfter ? [{ after: spec.handoverAfter, replies: ['env'] }] : [],
-  replies: { env: Object.fromEntries(Object.entries(spec.reply).filter(([, value]) => value !== null)) },
-  padding: ['<pad>'],
-}));
+}).map((spec) => {
+  const names = spec.replies.map((_, i) => (i === 0 ? 'env' : `env${i + 1}`));
+  const closable = spec.tags.find((tag) => tag.close !== null);
+  const handovers: unknown[] = [];
+  if (spec.handoverAfter) handovers.push({ after: spec.handoverAfter, replies: names });
+  if (spec.handoverAfterTag && closable) handovers.push({ after_tag: closable.name, replies: names });
+  return {
+    name: 'random',
+    prompt: { ends_after: [spec.promptEnd] },
+    tags: Object.fromEntries(spec.tags.map((tag) => [tag.name, { open: tag.open, ...(tag.close ? { close: tag.close } : {}), lookalike: tag.lookalike, line_start: tag.line_start, contains: tag.contains.filter((name) => spec.tags.some((other) => other.name === name) && name !== tag.name) }])),
+    handovers,
+    replies: Object.fromEntries(spec.replies.map((reply, i) => [names[i], Object.fromEntries(Object.entries(reply).filter(([key, value]) => value !== null && !(key === 'repeats' && value === false)))])),
+    ...(spec.header ? { headers: [spec.header] } : {}),
+    padding: ['<pad>'],
+  };
+});
 
 /** A grammar compiled, if valid; and a synthetic vocabulary: every single byte used, and pieces of literals. */
 export function compileRandom(value: unknown): { compiled: CompiledGrammar; table: ByteTable; literals: string[] } | undefined {

@@ -298,6 +298,24 @@ describe('meaning errors', () => {
     expect(where(errors[0])).toBe('6:49');
   });
 
+  it('two interrupting texts found by the same words are a literal-overlap (found by fuzzing: one automaton heard both)', () => {
+    const file = fixture([
+      '{',
+      '  "name": "t",',
+      PROMPT_LINE,
+      '  "tags": { "a": { "open": "<a>", "close": "</a>" } },',
+      '  "replies": {',
+      '    "bad": { "text": "\\nERR: invalid\\n", "interrupts": true },',
+      '    "worse": { "text": " ERR: invalid", "interrupts": true }',
+      '  }',
+      '}',
+    ]);
+    const errors = expectRejected(file);
+    // Leading whitespace is not part of what finds an interrupting text, so both are found by `ERR: invalid`.
+    expect(errors.map((issue) => [issue.code, issue.path, issue.args.rule, issue.args.detail])).toEqual([['literal-overlap', 'replies.worse.text', 'interrupts-alike', 'ERR: invalid']]);
+    expect(errors[0].message).toContain('replies.bad.text');
+  });
+
   it('a reply no handover lists: a warning for the reply, and its state can never be reached', () => {
     const file = fixture([
       '{',
