@@ -23,7 +23,7 @@ export type ReplyShapeRule = 'text-and-envelope' | 'neither' | 'envelope-without
   | 'optional-without-close' | 'repeats-without-envelope' | 'reopens-without-envelope' | 'interrupt-not-text' | 'ends-before-not-model';
 
 /** How two literals collide (code `literal-overlap`). */
-export type OverlapRule = 'same' | 'contains' | 'begins-alike' | 'interrupts-alike';
+export type OverlapRule = 'same' | 'contains' | 'begins-alike' | 'interrupts-alike' | 'interrupt-overlaps';
 
 /** The arguments a record may carry; each code's template says which it reads. */
 export interface DiagnosticArgs {
@@ -130,6 +130,7 @@ export const CODES = {
     family: 'grammar', severity: 'error', message: (a) => (a.rule === 'same' ? `${q(a.literal)} is also ${a.otherPath}: each literal may mean one thing`
       : a.rule === 'begins-alike' ? `${q(a.literal)} and a reply's start (${q(a.other)}) begin alike: after the handover one could not tell who writes`
       : a.rule === 'interrupts-alike' ? `${q(a.literal)} and ${a.otherPath} ${q(a.other)} are both interrupting texts found by ${q(a.detail)}: one could not tell which reply it is`
+      : a.rule === 'interrupt-overlaps' ? `${q(a.literal)} is found inside a model turn by ${q(a.detail)}, and that and ${a.otherPath} ${q(a.other)} hold one another: one could not tell them apart`
         : `${q(a.literal)} contains ${a.otherPath} ${q(a.other)}, which would be found first`),
   },
   'no-prompt-end-declared': { family: 'grammar', severity: 'warning', message: () => 'no prompt end is declared: every rollout must bring "prompt_length"' },

@@ -213,6 +213,10 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
   const triggers = Object.entries(grammar.replies).filter(([, reply]) => reply.interrupts && reply.text !== undefined).map(([name, reply]) => ({
     path: `${joinPath('replies', name)}.text`, text: reply.text!, trigger: decoder.decode(interruptTrigger(utf8.encode(reply.text!), modelBytes).trigger),
   }));
+  for (const a of triggers) {
+    const clash = literals.find((item) => item.literal.includes(a.trigger) || a.trigger.includes(item.literal));
+    if (clash) add('literal-overlap', a.path, { rule: 'interrupt-overlaps', literal: a.text, otherPath: clash.path, other: clash.literal, detail: a.trigger });
+  }
   triggers.forEach((a, i) => triggers.slice(0, i).forEach((b) => {
     if (a.trigger.includes(b.trigger) || b.trigger.includes(a.trigger)) {
       add('literal-overlap', a.path, { rule: 'interrupts-alike', literal: a.text, otherPath: b.path, other: b.text, detail: a.trigger.length <= b.trigger.length ? a.trigger : b.trigger });

@@ -316,6 +316,19 @@ describe('meaning errors', () => {
     expect(errors[0].message).toContain('replies.bad.text');
   });
 
+  it('an interrupting text that begins with a model literal is a literal-overlap: the literal would always be found first', () => {
+    const file = fixture([
+      '{',
+      '  "name": "t",',
+      PROMPT_LINE,
+      '  "tags": { "a": { "open": "<a>", "close": "</a>" } },',
+      '  "replies": { "bad": { "text": "<a> is not allowed here", "interrupts": true } }',
+      '}',
+    ]);
+    const errors = expectRejected(file);
+    expect(errors.map((issue) => [issue.code, issue.path, issue.args.rule, issue.args.otherPath])).toEqual([['literal-overlap', 'replies.bad.text', 'interrupt-overlaps', 'tags.a.open']]);
+  });
+
   it('a reply no handover lists: a warning for the reply, and its state can never be reached', () => {
     const file = fixture([
       '{',
