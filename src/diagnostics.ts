@@ -98,7 +98,7 @@ const REPLY_SHAPE: Record<ReplyShapeRule, string> = {
 
 export const CODES = {
   // Rollouts: the scanner and the span builder.
-  'straddling-token': { family: 'rollout', severity: 'warning', message: (a) => `token ${a.token} (${q(a.text)}) holds bytes of ${(a.sides ?? []).join(' then ')}; it gets mask ${a.value} (option straddle)` },
+  'straddling-token': { family: 'rollout', severity: 'warning', message: (a) => `token ${a.token} (${q(a.text)}) holds bytes of ${(a.sides ?? []).join(' then ')}, the sides first changing at its byte ${a.offset}; it gets mask ${a.value} (option straddle)` },
   'unclosed-reply': { family: 'rollout', severity: 'error', message: (a) => `the stream ends inside reply "${a.reply}" opened at token ${a.token}, which never closed; ${budgetAdvice(a)}` },
   'reply-truncated': { family: 'rollout', severity: 'info', message: (a) => `reply "${a.reply}" ended by its budget of ${tokens(a.budget ?? 0)}${a.option ? ` (option ${a.option})` : ' (max_tokens)'} before its closing text` },
   'no-prompt-end': { family: 'rollout', severity: 'error', message: (a) => `the prompt's end (${(a.literals ?? []).map(q).join(' or ') || 'none declared'}) was not found and no prompt_length was given: every token is prompt` },
@@ -177,6 +177,8 @@ export interface Diagnostic {
   severity: Severity;
   /** 0-based token index the diagnostic is about. */
   token: number;
+  /** Byte offset inside that token, where it says more than the token (a straddling token: where its sides first change). */
+  offset?: number;
   message: string;
 }
 

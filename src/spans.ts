@@ -55,7 +55,10 @@ export function segmentStarts(bound: Bound, segments: Segments): Int32Array {
       // The sides in reverse byte order, so the first ends up in bit 0 (see ScanRecord.sides).
       let sides = 1;
       for (let m = k - 1; m >= j - 1; m--) if (m === j - 1 || holdsByte(segments, m)) sides = (sides << 1) | stateMask[state[m]];
-      segments.note('straddling-token', t, -1, straddleMask, sides);
+      // Where the token's bytes first change side: the first sharer holding a byte with another mask value.
+      let split = j;
+      while (!(holdsByte(segments, split) && stateMask[state[split]] !== stateMask[state[j - 1]])) split++;
+      segments.note('straddling-token', t, -1, straddleMask, sides, segments.offset[split]);
     }
     for (let m = j; m < k; m++) starts[m] = m <= owner ? t : t + 1;
     j = k;

@@ -15,7 +15,7 @@ import { textOf, type ByteTable } from '../tokenizer/table.ts';
 
 /** `severity code at token N: message`. */
 export function formatDiagnostic(item: Diagnostic): string {
-  return `${item.severity} ${item.code} at token ${item.token}: ${item.message}`;
+  return `${item.severity} ${item.code} at token ${item.token}${item.offset ? ` byte ${item.offset}` : ''}: ${item.message}`;
 }
 
 /** `file:line:column: severity code at path: message`. */

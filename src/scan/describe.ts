@@ -23,11 +23,14 @@ export function argsOf(bound: Bound, ids: ArrayLike<number>, record: ScanRecord)
   if (record.code === 'straddling-token') {
     args.value = record.value;
     args.sides = sidesOf(record).map((side) => (side === 1 ? 'action' : 'observation'));
+    args.offset = record.offset;
   }
   if (record.code === 'no-prompt-end') args.literals = grammar.grammar.prompt.ends_after;
   return args;
 }
 
 export function toDiagnostic(bound: Bound, ids: ArrayLike<number>, record: ScanRecord): Diagnostic {
-  return { code: record.code, severity: severityOf(record.code), token: record.token, message: messageOf(record.code, argsOf(bound, ids, record)) };
+  const diagnostic: Diagnostic = { code: record.code, severity: severityOf(record.code), token: record.token, message: messageOf(record.code, argsOf(bound, ids, record)) };
+  if (record.offset > 0) diagnostic.offset = record.offset;
+  return diagnostic;
 }

@@ -18,6 +18,8 @@ export interface ScanRecord {
    * k, above them a 1 marks the end (action then observation: 0b101). 0 for other codes. See `sidesOf`.
    */
   sides: number;
+  /** For a straddling token, the byte inside it where its first other side begins; 0 for other codes. */
+  offset: number;
 }
 
 /** The side values a straddling token's record holds, in byte order. */
@@ -70,7 +72,7 @@ export class Segments {
     this.count++;
   }
 
-  note(code: DiagnosticCode, token: number, reply = -1, value = -1, sides = 0) {
-    this.records.push({ code, token, reply, value, sides });
+  note(code: DiagnosticCode, token: number, reply = -1, value = -1, sides = 0, offset = 0) {
+    this.records.push({ code, token, reply, value, sides, offset });
   }
 }

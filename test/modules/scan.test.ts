@@ -55,6 +55,8 @@ describe('scanner steps', () => {
       expect(found.map((item) => item.token)).toContain(straddler);
       expect(result.mask[straddler]).toBe(straddle);
       expect(found.find((item) => item.token === straddler)!.message).toContain('action then observation');
+      // ">" is the model's last byte; the reply's "\n\n" begins at byte 1 of the token.
+      expect(found.find((item) => item.token === straddler)!.offset).toBe('>'.length);
     }
   });
 
