@@ -29,6 +29,8 @@ export interface StateInfo {
   reply: number;
   /** Index into the grammar's `headers` for a template header's state, else -1. */
   header: number;
+  /** Per literal of its automaton: 1 where this state takes the literal's event (the model's kinds share one automaton). */
+  takes: Uint8Array;
 }
 
 export interface EventInfo { type: string }
@@ -257,14 +259,16 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
   }
   const states: StateInfo[] = snapshots.map((snapshot, s) => {
     const meta = metaOf(snapshot);
+    const dfa = roles[s] === undefined ? -1 : dfaOfGroup.get(groupOf(s)) ?? -1;
     return {
       key: keyOf(snapshot),
       role: roles[s],
       kind: meta.kind ?? '',
-      dfa: roles[s] === undefined ? -1 : dfaOfGroup.get(groupOf(s)) ?? -1,
+      dfa,
       handover: meta.handover ?? -1,
       reply: meta.reply === undefined ? -1 : replyIndex.get(meta.reply)!,
       header: meta.header ?? -1,
+      takes: Uint8Array.from(dfa < 0 ? [] : dfas[dfa].literals, (literal) => (next[s * E + literal.event] >= 0 ? 1 : 0)),
     };
   });
 

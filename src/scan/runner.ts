@@ -27,8 +27,7 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
   if (promptLength > n) throw new RolloutError(`prompt_length ${promptLength} is longer than the rollout (${n} tokens)`);
   const c = cursor;
   c.begin(bound, ids);
-  const { states, next } = bound.grammar;
-  const E = bound.grammar.events.length;
+  const { states } = bound.grammar;
   const { dfas } = bound;
   findPadding(c);
   // A given prompt is the prompt even where its last tokens look like padding: padding starts after it.
@@ -48,7 +47,7 @@ export function scanRollout(bound: Bound, ids: ArrayLike<number>, promptLength: 
     // The model's kinds share one automaton, and a literal counts only where the machine takes its event.
     // Another's (a close of a tag not open) is passed over: the scan goes on from its accepting state, so
     // its last bytes can still begin a literal that counts.
-    while (literalIndex >= 0 && next[c.state * E + dfas[info.dfa].literals[literalIndex].event] < 0) {
+    while (literalIndex >= 0 && info.takes[literalIndex] === 0) {
       c.moveToEnd();
       literalIndex = runDfa(c, info.dfa, limit, dfas[info.dfa].acceptState[literalIndex]);
     }

@@ -228,9 +228,10 @@ export function perStateAutomata(compiled: CompiledGrammar): CompiledGrammar {
   const states = compiled.states.map((state, s) => {
     if (state.dfa < 0) return state;
     const literals = compiled.dfas[state.dfa].literals.filter((literal) => compiled.next[s * E + literal.event] >= 0);
-    if (!literals.length) return { ...state, dfa: -1 };
+    if (!literals.length) return { ...state, dfa: -1, takes: new Uint8Array(0) };
     dfas.push(buildDfa(literals));
-    return { ...state, dfa: dfas.length - 1 };
+    // Every literal of a state's own automaton is one it takes.
+    return { ...state, dfa: dfas.length - 1, takes: new Uint8Array(literals.length).fill(1) };
   });
   return { ...compiled, states, dfas };
 }
