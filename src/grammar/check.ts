@@ -4,11 +4,11 @@
  */
 import { joinPath } from './json.ts';
 import { interruptTrigger } from './automata.ts';
+import type { Grammar } from './schema.ts';
+import { messageOf, severityOf, type DiagnosticArgs, type GrammarIssueCode, type Severity } from '../diagnostics.ts';
 
 const utf8 = new TextEncoder();
 const decoder = new TextDecoder();
-import type { Grammar } from './schema.ts';
-import { messageOf, severityOf, type DiagnosticArgs, type GrammarIssueCode, type Severity } from '../diagnostics.ts';
 
 export type { GrammarIssueCode, Severity };
 
@@ -36,8 +36,8 @@ export function declaredLiterals(grammar: Grammar): Array<{ literal: string; pat
   const each = (base: string, list: string[]) => list.forEach((literal, index) => out.push({ literal, path: `${base}[${index}]` }));
   each('prompt.ends_after', grammar.prompt.ends_after);
   each('prompt.then_optional', grammar.prompt.then_optional);
-  each('headers', grammar.headers);
-  out.push(...modelLiterals(grammar).filter((item) => !item.path.startsWith('headers[')));
+  // Tags, handovers and headers.
+  out.push(...modelLiterals(grammar));
   grammar.handovers.forEach((handover, index) => each(`handovers[${index}].model_continues`, handover.model_continues));
   for (const [name, reply] of Object.entries(grammar.replies)) {
     const path = joinPath('replies', name);

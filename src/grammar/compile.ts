@@ -142,7 +142,7 @@ function enumerateStates(machine: AnyStateMachine, eventIndex: Map<string, numbe
         list.push({ event, target, codes });
       }
     }
-    edges.push(list.sort((a, b) => a.event - b.event));
+    edges.push(list);
   }
   return { leaves, snapshots, edges, keyOf };
 }
@@ -231,8 +231,8 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
   };
 
   // One automaton per group of states whose literals mean the same everywhere: all the model's kinds share
-  // one (the scanner passes over a literal the current kind does not take, such as another tag's close, by
-  // asking `next`), the prompt and each reply have their own (a reply's close is heard only in it). One per
+  // one (the scanner passes over a literal the current kind does not take, such as another tag's close: see
+  // StateInfo.takes), the prompt and each reply have their own (a reply's close is heard only in it). One per
   // kind made 400 tags 401 automata of ~2 MB each.
   const roles = snapshots.map((snapshot): Role | undefined => (snapshot.hasTag('prompt') ? 'prompt' : snapshot.hasTag('action') ? 'action'
     : snapshot.hasTag('observation') ? 'observation' : snapshot.hasTag('trailing') ? 'trailing' : undefined));

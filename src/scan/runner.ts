@@ -4,8 +4,9 @@
  * on each shows those bytes (`^` is the cursor).
  *
  * Shape of the hot loop (docs/measurements.md): a byte automaton over the literals a state can hear (all
- * the model's kinds share one, and a literal counts only where the machine takes its event); a token none of whose bytes can start a literal is skipped with one table lookup, so most
- * tokens cost one load and one test. Policy lives in the tables compiled from the xstate machine.
+ * the model's kinds share one, and a literal counts only where the machine takes its event); a token none
+ * of whose bytes can start a literal is skipped with one table lookup, so most tokens cost one load and
+ * one test. Policy lives in the tables compiled from the xstate machine.
  */
 import type { DfaLiteral, StateInfo } from '../grammar/compile.ts';
 import { KNOWN } from '../tokenizer/table.ts';
