@@ -121,7 +121,7 @@ export class LineSplitter {
 function openInput(path: string): number {
   try {
     const fd = path === '-' ? 0 : openSync(path, 'r');
-    if (fd !== 0 && fstatSync(fd).isDirectory()) { closeSync(fd); throw new InputError(`${path} is a folder, not a JSONL file`); }
+    if (fd !== 0 && fstatSync(fd).isDirectory()) { closeSync(fd); throw new InputError(`${path} is a folder, not a ${path.endsWith('.gz') ? 'gzip JSONL' : 'JSONL'} file`); }
     return fd;
   } catch (error) {
     if (error instanceof InputError) throw error;
@@ -271,7 +271,9 @@ function openOutput(path: string | undefined, flag: string, mode = 0o666): Desti
   try {
     fd = openSync(temporary, 'wx', stat ? stat.mode & 0o7777 : mode);
   } catch (error) {
-    throw new OutputError(path, error as Error);
+    // Not the random name: the folder is what the user can act on.
+    const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    throw new OutputPathError(`${flag} ${path}: cannot write in ${dirname(target)} (${code})`);
   }
   temporaries.add(temporary);
   return { fd, name: path, temporary, target };
@@ -445,7 +447,10 @@ export class JsonlWriter {
  * and the unfinished line are held. Lines are numbered and blank ones skipped as `readJsonl` does.
  */
 export async function* readJsonlGz(path: string): AsyncGenerator<Line> {
-  const stream = (path === '-' ? process.stdin : createReadStream(path)).pipe(createGunzip());
+  // Opened here, synchronously: a missing file or a folder is an InputError (exit 2 with a message), never a
+  // stream's unhandled 'error' event.
+  const fd = openInput(path);
+  const stream = (fd === 0 ? process.stdin : createReadStream('', { fd })).pipe(createGunzip());
   // The unfinished line, in pieces: a line longer than a chunk is joined once, not once per chunk.
   let pending: Buffer[] = [];
   let number = 0;

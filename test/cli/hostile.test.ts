@@ -303,3 +303,40 @@ describe.concurrent('--html and samples -o have -o\'s output safety', { timeout:
     expect(readdirSync(out)).toEqual(['search-r1-qwen3.masks.jsonl']);
   });
 });
+
+describe.concurrent('inputs that are not what their names say', { timeout: 60_000 }, () => {
+  it('a missing .jsonl.gz, or a folder so named, is exit 2 with a message naming it, never an unhandled error event', async () => {
+    const missing = join(dir, 'missing.jsonl.gz');
+    const named = folder('folder.jsonl.gz');
+    for (const command of [MASK, ['check', ...MASK.slice(1)], ['show', ...MASK.slice(1)]]) {
+      const gone = await tagmask([...command, missing]);
+      expect(gone.code).toBe(2);
+      expect(gone.stderr).toBe(`tagmask: cannot read ${missing}: ENOENT: no such file or directory, open '${missing}'\n`);
+      const folderRun = await tagmask([...command, named]);
+      expect(folderRun.code).toBe(2);
+      expect(folderRun.stderr).toBe(`tagmask: ${named} is a folder, not a gzip JSONL file\n`);
+    }
+  });
+
+  it('--grammar auto on a pipe (a FIFO fed by another process) refuses it, exit 2, instead of masking what detection left', async () => {
+    const fifo = join(folder('auto-fifo'), 'rollouts.jsonl');
+    execFileSync('mkfifo', [fifo]);
+    // The writer may never be read from: it is killed after the run, whatever happened.
+    const writer = spawn('bash', ['-c', `cat "${join(ROOT, 'samples/search-r1-qwen3/rollouts.jsonl')}" > "${fifo}"`]);
+    try {
+      const run = await tagmask(['mask', '--grammar', 'auto', '--tokenizer', QWEN, fifo]);
+      expect(run.code).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toContain(`${fifo} is a pipe, which can be read only once`);
+    } finally {
+      writer.kill();
+    }
+  });
+
+  it('--grammar auto through bash process substitution <(cat f): refused the same way', () => {
+    const shell = spawnSync('bash', ['-c', `"${process.execPath}" bin/tagmask.js mask --grammar auto --tokenizer ${QWEN} <(cat samples/search-r1-qwen3/rollouts.jsonl)`], { cwd: ROOT, encoding: 'utf8' });
+    expect(shell.status).toBe(2);
+    expect(shell.stdout).toBe('');
+    expect(shell.stderr).toMatch(/\/dev\/fd\/\d+ is a pipe, which can be read only once/);
+  });
+});

@@ -352,5 +352,19 @@ await probe('h20-02 --html onto /dev/null (a copy) and a symlink; planted FILE.<
   const kept = readFileSync(victim, 'utf8') === 'precious' && readFileSync(page, 'utf8').startsWith('<!');
   return [device && linked && kept && r3.code === 0, `device ${made ? device : 'not tested (no mknod)'}, symlink target replaced ${linked}, planted links' victim kept ${kept} (exit ${r3.code})`];
 });
+await probe('h20-04 --grammar auto on <(cat f) with 2,800 lines: refused, never "0 rollouts masked"', () => {
+  const many = file('h20-04.jsonl', `${Array.from({ length: 2800 }, (_, i) => sample[i % sample.length]).join('\n')}\n`);
+  const r = spawnSync('bash', ['-c', `"${process.execPath}" bin/tagmask.js mask --grammar auto --tokenizer ${QWEN} <(cat ${many})`], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 });
+  const masked = r.stdout.split('\n').filter(Boolean).length;
+  const ok = (r.status === 2 && masked === 0 && /can be read only once/.test(r.stderr)) || (r.status === 0 && masked === 2800);
+  return [ok, `exit ${r.status}, ${masked} lines out; ${r.stderr.slice(0, 200)}`];
+});
+await probe('h20-11 missing .jsonl.gz and a folder so named: exit 2 with a message', () => {
+  mkdirSync(join(dir, 'folder.jsonl.gz'));
+  const a = run(mask([join(dir, 'missing.jsonl.gz')]));
+  const b = run(mask([join(dir, 'folder.jsonl.gz')]));
+  const ok = a.code === 2 && /missing\.jsonl\.gz/.test(a.stderr) && !/Unhandled/.test(a.stderr) && b.code === 2 && /is a folder/.test(b.stderr);
+  return [ok, `missing: exit ${a.code} ${a.stderr.trim().slice(0, 120)}; folder: exit ${b.code} ${b.stderr.trim().slice(0, 120)}`];
+});
 console.log(`\n${results.filter((r) => r[1]).length}/${results.length} hold`);
 rmSync(dir, { recursive: true, force: true });
