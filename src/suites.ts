@@ -19,6 +19,7 @@ import { loadTokenizer, type LoadedTokenizer } from './tokenizer/load.ts';
 import type { CompiledGrammar } from './grammar/compile.ts';
 import { checkTrajectory, compareMasks, frameOf, type DatumSeen, type TrajectoryVerdict, type Disagreement } from './conformance.ts';
 import { readJsonl } from './io/jsonl.ts';
+import { idText } from './io/lines.ts';
 import { readOptions, readRolloutLine } from './io/rollout.ts';
 import { parseTrajectoryLine } from './io/trajectory.ts';
 import type { OptionValues } from './scan/bind.ts';
@@ -170,7 +171,7 @@ export async function proveSuite(suite: Suite, opened?: MaskerPool, html?: HtmlR
         for (const datum of seen) {
           const notes = checked.splits.map((split) => formatSplitNote(checked, split));
           html!.add(table, {
-            id: `${String(id)} datum ${datum.datum}`, tokens: datum.tokens, result: datum.result, group: `${suite.name} · merge (merge vs protocol)`, source: `${suite.trajectories}:${line.number}`,
+            id: `${idText(id)} datum ${datum.datum}`, tokens: datum.tokens, result: datum.result, group: `${suite.name} · merge (merge vs protocol)`, source: `${suite.trajectories}:${line.number}`,
             audit: { mask: datum.mask, frame: 'targets', disagreements: datum.disagreements, side: 'merge' }, notes,
           });
         }
