@@ -8,6 +8,7 @@
  * only when complete, so an output file is complete or absent.
  */
 import { resolve } from 'node:path';
+import { fileFormat } from './format.ts';
 import { createGunzip, gzipSync } from 'node:zlib';
 import { type Stats, closeSync, createReadStream, fstatSync, openSync, read, readSync, realpathSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 
@@ -302,7 +303,7 @@ export class JsonlWriter {
   private failed?: Error;
 
   constructor(path: string | undefined) {
-    this.gzip = path !== undefined && path.endsWith('.gz');
+    this.gzip = fileFormat(path) === 'jsonl.gz';
     this.destination = openOutput(path);
   }
 

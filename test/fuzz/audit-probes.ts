@@ -331,5 +331,27 @@ await probe('27 one 200 MB line under 1 GB RSS', async () => {
   const ok = r.code === 0 && r.rss < 1024;
   return [ok, `${(size / 1e6).toFixed(0)} MB line: exit ${r.code}, ${r.rss.toFixed(0)} MB RSS, ${Date.now() - t} ms; ${r.stderr.slice(0, 200)}`];
 });
+// ── issue 20, the Parquet and file-format parts (items 5, 10, 13, 17, 19) ─────────────────────────────────
+const isPar1 = (path: string) => { const b = readFileSync(path); return b.length > 8 && b.subarray(0, 4).toString() === 'PAR1' && b.subarray(-4).toString() === 'PAR1'; };
+await probe('i20.19a merge -o x.parquet writes Parquet', () => {
+  const out = join(dir, 'm.parquet');
+  const r = run(['merge', file('t19.jsonl', traj.join('\n')), '-o', out]);
+  return [r.code === 0 && isPar1(out), `exit ${r.code}, PAR1 ${existsSync(out) && isPar1(out)}`];
+});
+await probe('i20.19b merge x.jsonl.gz reads the gzip', async () => {
+  const { gzipSync } = await import('node:zlib');
+  const gz = join(dir, 't19.jsonl.gz');
+  writeFileSync(gz, gzipSync(traj.join('\n')));
+  const a = run(['merge', file('t19b.jsonl', traj.join('\n'))]);
+  const b = run(['merge', gz]);
+  return [b.code === a.code && b.stdout === a.stdout, `exit ${b.code}, same output ${b.stdout === a.stdout}`];
+});
+await probe('i20.19c .JSONL.GZ is gzip as .PARQUET is Parquet', async () => {
+  const { gunzipSync } = await import('node:zlib');
+  const out = join(dir, 'OUT.JSONL.GZ');
+  const r = run(mask([file('in19c.jsonl', `${good}\n`), '-o', out]));
+  let lines = 0; try { lines = jsonl(gunzipSync(readFileSync(out)).toString()).length; } catch { /* not gzip */ }
+  return [r.code === 0 && lines === 1, `exit ${r.code}, gunzip gives ${lines} lines`];
+});
 console.log(`\n${results.filter((r) => r[1]).length}/${results.length} hold`);
 rmSync(dir, { recursive: true, force: true });
