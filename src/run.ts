@@ -5,7 +5,7 @@
  */
 import type { MaskResult } from './masker.ts';
 import type { Frame } from './conformance.ts';
-import { JsonlWriter, OutputClosed, OutputError, readJsonlBatches, readJsonlGz } from './io/jsonl.ts';
+import { inputIsStream, JsonlWriter, OutputClosed, OutputError, readJsonlBatches, readJsonlGz } from './io/jsonl.ts';
 import { spliceTokens } from './io/rollout.ts';
 import { errorLine, idJson, idOf, errorMessage, writable, writeMaskLine } from './io/lines.ts';
 import { ParquetRowWriter, readParquetRows } from './io/parquet.ts';
@@ -114,6 +114,8 @@ interface Sink {
   error(id: unknown, line: number, message: string): void;
   /** An input line written back as it is (`--out-format`): its own fields, no id added. */
   raw(value: Record<string, unknown>): void;
+  /** What is written so far goes out now (a stream's reader waits for it); a no-op for Parquet and temporary files. */
+  flush(): void;
   close(): void;
   abort(): void;
 }
@@ -125,6 +127,7 @@ async function openSink(output: string | undefined): Promise<Sink> {
       write: (id, rest) => rows.write({ id: JSON.parse(id), ...rest }),
       error: (id, line, message) => rows.write({ id: writable(id) ?? null, line, error: message }),
       raw: (value) => rows.write(value),
+      flush: () => {},
       close: () => rows.close(),
       abort: () => rows.abort(),
     };
@@ -135,6 +138,7 @@ async function openSink(output: string | undefined): Promise<Sink> {
     write: (id, rest) => writer.write(`{"id":${id},${JSON.stringify(rest).slice(1)}\n`),
     error: (id, line, message) => writer.write(errorLine(id, line, message)),
     raw: (value) => writer.write(`${JSON.stringify(value)}\n`),
+    flush: () => writer.flushThrough(),
     close: () => writer.close(),
     abort: () => writer.abort(),
   };
@@ -169,6 +173,8 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
   const where = input === '-' ? '<stdin>' : input;
   const table = pool.tokenizer.table;
   // The run-by-run JSONL mask writer is the fast path; other forms build the object.
+  // From a pipe, each read's results go out before the next read waits for more input.
+  const streaming = inputIsStream(input);
   const plainMask = mode === 'mask' && sink.json !== undefined && !options.outFormat && !options.maskFormat && options.observationWeight === undefined && !options.charSpans;
   try {
     let bytes = 0;
@@ -229,6 +235,7 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
         }
       }
       progress?.update(bytes, summary.rollouts + summary.failed, summary.tokens);
+      if (streaming) sink.flush();
     }
     progress?.done();
     sink.close();

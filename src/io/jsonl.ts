@@ -132,6 +132,19 @@ function openInput(path: string): number {
 /** The input cannot be opened or read at all (a usage problem, not a bad line). */
 export class InputError extends Error {}
 
+/**
+ * Whether an input is a stream (stdin or a named pipe, a terminal, a socket) rather than a regular file: its
+ * writer then flushes after each read, so a co-process sees each answer without closing its input.
+ */
+export function inputIsStream(path: string): boolean {
+  try {
+    const stat = path === '-' ? fstatSync(0) : statSync(path);
+    return !stat.isFile();
+  } catch {
+    return false;
+  }
+}
+
 /** Lines of a file (or `-` for stdin), skipping blank ones, in order. */
 export function* readJsonl(path: string): Generator<Line> {
   const fd = openInput(path);
@@ -364,6 +377,15 @@ export class JsonlWriter {
     if (at + 1 > buffer.length) { this.used = at; this.flush(); buffer = this.buffer; at = 0; }
     buffer[at++] = 0x5d;
     this.used = at;
+  }
+
+  /**
+   * Hand what is buffered to the output now, when it is written through (stdout, a FIFO, a device): a reader
+   * at the other end of a pipe sees the lines so far. A temporary file is only flushed when full or closed.
+   */
+  flushThrough(): void {
+    if (this.finished || this.destination.temporary !== undefined || this.used === 0) return;
+    this.flush();
   }
 
   private reserve(bytes: number): void {
