@@ -5,13 +5,13 @@
  */
 import type { MaskResult } from './masker.ts';
 import type { Frame } from './conformance.ts';
-import { inputIsStream, JsonlWriter, OutputClosed, OutputError, readJsonlBatches, readJsonlGz } from './io/jsonl.ts';
-import { spliceTokens } from './io/rollout.ts';
+import { inputIsStream, JsonlWriter, OutputClosed, OutputError, readJsonlBatches } from './io/jsonl.ts';
+import { readRecord, readRecordBatches, recordText } from './io/records.ts';
 import { errorLine, idJson, idOf, errorMessage, writable, writeMaskLine } from './io/lines.ts';
-import { ParquetRowWriter, readParquetRows } from './io/parquet.ts';
+import { ParquetRowWriter } from './io/parquet.ts';
 import { fileFormat } from './io/format.ts';
 import { actionRuns, auditPrepared, maskPrepared, prepareRollout, spansWithChars, tokenCharOffsets, weighted, type MaskFormat, type Prepared } from './io/prepare.ts';
-import { detectShape, flatRollout, givenInStream, readShaped, ShapeError, writeBackShaped, type ShapedLine, type ShapeName } from './io/shapes.ts';
+import { givenInStream, writeBackShaped, type ShapedLine, type ShapeName } from './io/shapes.ts';
 import { datumToJson, parseTrajectoryLine } from './io/trajectory.ts';
 import { auditExtension, trajectoryToData } from './merge.ts';
 import { formatDisagreement, formatFrame, formatSplit } from './report/text.ts';
@@ -63,47 +63,6 @@ export interface OutputOptions {
   charSpans?: boolean;
   /** `--out-format`: each input line back, its own mask fields replaced (SkyRL loss_masks, OpenRLHF's shifted action_mask…). */
   outFormat?: boolean;
-}
-
-/** One input record: a line's bytes (JSONL, plain or gzip) or a parsed row (Parquet). */
-interface InputRecord {
-  number: number;
-  bytes?: Buffer;
-  value?: Record<string, unknown>;
-}
-
-const RECORD_BATCH = 256;
-
-/** Records of any input tagmask reads, a batch at a time (each batch's line bytes valid until the next is asked for). */
-async function* readRecordBatches(input: string): AsyncGenerator<InputRecord[]> {
-  const format = fileFormat(input);
-  if (format === 'jsonl') { yield* readJsonlBatches(input); return; }
-  let batch: InputRecord[] = [];
-  for await (const record of format === 'parquet' ? readParquetRows(input) : readJsonlGz(input)) {
-    batch.push(record);
-    if (batch.length >= RECORD_BATCH) { yield batch; batch = []; }
-  }
-  if (batch.length) yield batch;
-}
-
-const recordText = (record: InputRecord) => (record.bytes ? record.bytes.toString('utf8') : JSON.stringify(record.value));
-
-/** A record in its shape. Plain flat JSONL lines keep the byte reader (the ids are never JSON.parse'd). */
-function readRecord(record: InputRecord, format: ShapeName | undefined, needMask: boolean): { line: ShapedLine; value?: Record<string, unknown> } {
-  if (record.bytes && (format === undefined || format === 'flat')) {
-    const spliced = spliceTokens(record.bytes);
-    // The spliced line holds `"tokens": []`: its keys still say which shape it is.
-    if (spliced && detectShape(spliced.value).name === 'flat') return { line: { shape: 'flat', rollouts: [flatRollout(spliced.value, spliced.ids, needMask)] } };
-  }
-  let value = record.value;
-  if (!value) {
-    try {
-      value = JSON.parse(record.bytes!.toString('utf8')) as Record<string, unknown>;
-    } catch (error) {
-      throw new ShapeError(`not valid JSON (${errorMessage(error)})`);
-    }
-  }
-  return { line: readShaped(value, format, needMask), value };
 }
 
 /** Where results go: JSON lines (plain or gzip) or Parquet rows. */
