@@ -14,6 +14,7 @@ import { Args, commandHelp, mainHelp, optionSets, parseCommand, suggest, UsageEr
 import { announceStdin, ProgressLine, useColor } from './commands/terminal.ts';
 import { maskedRecords, runMerge, runRollouts, type OutputOptions, type RunSummary } from './run.ts';
 import { SHAPE_NAMES, type ShapeName } from './io/shapes.ts';
+import { fileFormat } from './io/format.ts';
 import { idJson, idText, writable } from './io/lines.ts';
 import { InputError, JsonlWriter, OutputClosed, OutputError, OutputPathError } from './io/jsonl.ts';
 import { showRollout } from './report/show.ts';
@@ -132,7 +133,7 @@ async function grammarOf(args: Args): Promise<string> {
 
 /** The size of an input file, for the progress line's share and ETA (none for stdin or compressed input). */
 function inputSize(input: string): number | undefined {
-  if (input === '-' || input.endsWith('.gz')) return undefined;
+  if (input === '-' || fileFormat(input) === 'jsonl.gz') return undefined;
   const stat = statSync(input, { throwIfNoEntry: false });
   return stat?.isFile() ? stat.size : undefined;
 }
@@ -180,7 +181,7 @@ const COMMANDS: Command[] = [
       'output lines one datum each: {"id", "datum", "tokens", "target_tokens", "mask", "advantages", …}',
       'splits (observations that stop extending the sequence) are reported on stderr, decoded with --tokenizer',
     ],
-    flags: { tokenizer: { ...TOKENIZER, required: false, help: 'decode the tokens in split reports with this tokenizer' }, output: OUTPUT },
+    flags: { tokenizer: { ...TOKENIZER, required: false, help: 'decode the tokens in split reports with this tokenizer' }, output: OUTPUT_ANY },
     examples: ['tagmask merge trajectories.jsonl -o datums.jsonl --tokenizer ./Qwen3-8B'],
     async run(args) {
       const tokenizer = args.string('tokenizer');
