@@ -385,7 +385,7 @@ describe('what reaches a terminal is shown, never obeyed (issue 20 items 12 and 
   });
 
   it('an id with its own toString or valueOf is data: one verdict line per rollout, counted once, and --html writes the page', async () => {
-    const ids = [{ toString: 1 }, { toString: 'x', valueOf: 2 }, { constructor: null }];
+    const ids: unknown[] = [{ toString: 1 }, { toString: 'x', valueOf: 2 }, { constructor: null }];
     const lines = ids.map((id) => JSON.stringify({ ...line, id, mask: line.tokens.map(() => 1) }));
     const page = join(folder('tostring'), 'page.html');
     const run = await tagmask(['check', ...MASK.slice(1), file('tostring.jsonl', `${lines.join('\n')}\n`), '--html', page]);
