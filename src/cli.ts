@@ -14,6 +14,7 @@ import { Args, commandHelp, mainHelp, optionSets, parseCommand, suggest, UsageEr
 import { announceStdin, ProgressLine, useColor } from './commands/terminal.ts';
 import { maskedRecords, runMerge, runRollouts, type OutputOptions, type RunSummary } from './run.ts';
 import { SHAPE_NAMES, type ShapeName } from './io/shapes.ts';
+import { fileFormat } from './io/format.ts';
 import { idJson, writable } from './io/lines.ts';
 import { InputError, JsonlWriter, OutputClosed, OutputError, OutputPathError } from './io/jsonl.ts';
 import { showRollout } from './report/show.ts';
@@ -27,7 +28,7 @@ import { lintLiterals } from './grammar/lint.ts';
 import { loadTokenizer, resolveTokenizerPath } from './tokenizer/load.ts';
 import { SEVERITY, type DiagnosticCode, type Severity } from './diagnostics.ts';
 import { PACKAGE_ROOT } from './paths.ts';
-import { checkHtmlTarget, formatBytes, HtmlReport, writeHtmlReport } from './report/html.ts';
+import { formatBytes, HtmlReport, openHtmlOutput, writeHtmlReport } from './report/html.ts';
 
 type Command = CommandSpec;
 
@@ -108,14 +109,14 @@ function rolloutCommand(name: 'mask' | 'check'): Command {
       const pool = await MaskerPool.open(await grammarOf(args), args.required('tokenizer'), optionSets(args.list('set')));
       announceStdin(args.input(), name, 'rollouts (JSONL)');
       const htmlFile = mask ? undefined : args.string('html');
-      if (htmlFile) checkHtmlTarget(htmlFile);
+      const htmlOutput = htmlFile ? openHtmlOutput(htmlFile) : undefined;
       const html = htmlFile ? new HtmlReport({ title: `tagmask check: ${args.input() === '-' ? 'stdin' : args.input()}`, command: commandLine(), side: 'given' }) : undefined;
       const progress = new ProgressLine(inputSize(args.input()));
       // A message clears the progress line first; the next update draws it again below.
       const logAbove = (line: string) => { progress.done(); log(line); };
       const summary = await runRollouts(pool, args.input(), args.string('output'), name, logAbove, html, progress, outputOptions(args, mask));
       log(formatRunSummary(summary, name));
-      if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlFile!, html))}`);
+      if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlOutput!, html))}`);
       return rolloutsFailed(summary, args.string('fail-on')!) ? 1 : 0;
     },
   };
@@ -130,7 +131,7 @@ async function grammarOf(args: Args): Promise<string> {
 
 /** The size of an input file, for the progress line's share and ETA (none for stdin or compressed input). */
 function inputSize(input: string): number | undefined {
-  if (input === '-' || input.endsWith('.gz')) return undefined;
+  if (input === '-' || fileFormat(input) === 'jsonl.gz') return undefined;
   const stat = statSync(input, { throwIfNoEntry: false });
   return stat?.isFile() ? stat.size : undefined;
 }
@@ -178,7 +179,7 @@ const COMMANDS: Command[] = [
       'output lines one datum each: {"id", "datum", "tokens", "target_tokens", "mask", "advantages", …}',
       'splits (observations that stop extending the sequence) are reported on stderr, decoded with --tokenizer',
     ],
-    flags: { tokenizer: { ...TOKENIZER, required: false, help: 'decode the tokens in split reports with this tokenizer' }, output: OUTPUT },
+    flags: { tokenizer: { ...TOKENIZER, required: false, help: 'decode the tokens in split reports with this tokenizer' }, output: OUTPUT_ANY },
     examples: ['tagmask merge trajectories.jsonl -o datums.jsonl --tokenizer ./Qwen3-8B'],
     async run(args) {
       const tokenizer = args.string('tokenizer');
@@ -213,7 +214,7 @@ const COMMANDS: Command[] = [
       const color = useColor(process.stdout, { color: args.boolean('color'), noColor: args.boolean('no-color') });
       announceStdin(input, 'show', 'rollouts (JSONL)');
       const htmlFile = args.string('html');
-      if (htmlFile) checkHtmlTarget(htmlFile);
+      const htmlOutput = htmlFile ? openHtmlOutput(htmlFile) : undefined;
       const html = htmlFile ? new HtmlReport({ title: `tagmask show: ${input === '-' ? 'stdin' : input}`, command: commandLine() }) : undefined;
       const where = input === '-' ? '<stdin>' : input;
       let shown = 0;
@@ -245,7 +246,7 @@ const COMMANDS: Command[] = [
       }
       writer?.close();
       if (wanted !== undefined && shown === 0) { log(`no rollout with id ${wanted}`); return 1; }
-      if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlFile!, html))}`);
+      if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlOutput!, html))}`);
       return failed > 0 || diagnosticsFail(diagnostics, args.string('fail-on')!) ? 1 : 0;
     },
   },
@@ -293,7 +294,7 @@ const COMMANDS: Command[] = [
     async run(args) {
       const json = args.boolean('json');
       const htmlFile = args.string('html');
-      if (htmlFile) checkHtmlTarget(htmlFile);
+      const htmlOutput = htmlFile ? openHtmlOutput(htmlFile) : undefined;
       const html = htmlFile ? new HtmlReport({ title: 'tagmask conformance', command: commandLine(), side: 'audited' }) : undefined;
       let passed = true;
       for (const suite of suitesToRun(args.positionals)) {
@@ -306,7 +307,7 @@ const COMMANDS: Command[] = [
         if (!suitePassed(verdict)) passed = false;
       }
       if (!json) out(passed ? 'conformance: everything agrees' : 'conformance: disagreements found');
-      if (html) log(`${htmlFile}: ${html.count} rollouts and datums, ${formatBytes(writeHtmlReport(htmlFile!, html))}`);
+      if (html) log(`${htmlFile}: ${html.count} rollouts and datums, ${formatBytes(writeHtmlReport(htmlOutput!, html))}`);
       return passed ? 0 : 1;
     },
   },

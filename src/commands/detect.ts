@@ -2,6 +2,7 @@
  * `tagmask detect` and `--grammar auto`: read rollouts from a file (any input and shape `mask` reads, through
  * src/io/records.ts), judge every bundled grammar on them (src/detect.ts), and name the one that fits.
  */
+import { statSync } from 'node:fs';
 import { readRollouts } from '../io/records.ts';
 import { tokenizeRollout } from '../io/prepare.ts';
 import type { ShapeName } from '../io/shapes.ts';
@@ -39,6 +40,12 @@ export async function detectFile(input: string, tokenizer: LoadedTokenizer, limi
  */
 export async function autoGrammar(input: string, tokenizer: LoadedTokenizer, log: (line: string) => void, format?: ShapeName): Promise<string> {
   if (input === '-') throw new Error('--grammar auto reads the rollouts twice (once to detect, once to mask): give a file, not stdin');
+  // A pipe (`<(cat f)`, a FIFO) or a device would be drained by detection and masked empty: refuse it.
+  const stat = statSync(input, { throwIfNoEntry: false });
+  if (stat && !stat.isFile()) {
+    const kind = stat.isFIFO() ? 'a pipe' : stat.isDirectory() ? 'a folder' : stat.isSocket() ? 'a socket' : 'a device';
+    throw new Error(`--grammar auto reads the rollouts twice (once to detect, once to mask): ${input} is ${kind}, which can be read only once; save it to a file, or name the grammar (tagmask detect shows which)`);
+  }
   const { detection } = await detectFile(input, tokenizer, DETECT_LIMIT, format);
   const sentence = detectionSentence(detection);
   if (!detection.verdict) throw new Error(`--grammar auto: ${sentence} (tagmask detect --tokenizer … ${input} shows the evidence)`);

@@ -6,7 +6,8 @@
 import { errorMessage, idOf } from './lines.ts';
 import { readJsonlBatches, readJsonlGz } from './jsonl.ts';
 import { isObject, MAX_TOKEN_ID } from './json.ts';
-import { isParquetPath, readParquetRows } from './parquet.ts';
+import { readParquetRows } from './parquet.ts';
+import { fileFormat } from './format.ts';
 import { detectShape, flatRollout, readShaped, ShapeError, type ShapedLine, type ShapeName } from './shapes.ts';
 
 /** One input record: a line's bytes (JSONL, plain or gzip) or a parsed row (Parquet). */
@@ -20,9 +21,10 @@ const RECORD_BATCH = 256;
 
 /** Records of any input tagmask reads, a batch at a time (each batch's line bytes valid until the next is asked for). */
 export async function* readRecordBatches(input: string): AsyncGenerator<InputRecord[]> {
-  if (!isParquetPath(input) && !input.endsWith('.gz')) { yield* readJsonlBatches(input); return; }
+  const format = fileFormat(input);
+  if (format === 'jsonl') { yield* readJsonlBatches(input); return; }
   let batch: InputRecord[] = [];
-  for await (const record of isParquetPath(input) ? readParquetRows(input) : readJsonlGz(input)) {
+  for await (const record of format === 'parquet' ? readParquetRows(input) : readJsonlGz(input)) {
     batch.push(record);
     if (batch.length >= RECORD_BATCH) { yield batch; batch = []; }
   }
