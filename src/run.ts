@@ -11,7 +11,7 @@ import { errorLine, idJson, idOf, errorMessage, writable, writeMaskLine } from '
 import { isParquetPath, ParquetRowWriter, readParquetRows } from './io/parquet.ts';
 import { actionRuns, auditPrepared, maskPrepared, prepareRollout, spansWithChars, tokenCharOffsets, weighted, type MaskFormat, type Prepared } from './io/prepare.ts';
 import { detectShape, flatRollout, givenInStream, readShaped, ShapeError, writeBackShaped, type ShapedLine, type ShapeName } from './io/shapes.ts';
-import { datumToJson, parseTrajectoryLine } from './io/trajectory.ts';
+import { datumJsonLine, parseTrajectoryLine } from './io/trajectory.ts';
 import { auditExtension, trajectoryToData } from './merge.ts';
 import { formatDisagreement, formatFrame, formatSplit } from './report/text.ts';
 import type { ByteTable } from './tokenizer/table.ts';
@@ -293,7 +293,7 @@ export async function runMerge(input: string, output: string | undefined, table:
               : `no datum: all ${trajectory.transitions.length} transitions are empty (no observation and no action tokens)`);
           }
           // Every line of this trajectory is made before any is written: a failure writes nothing half-done.
-          const lines = data.map((datum, index) => `{"id":${idText},${JSON.stringify(datumToJson(null, index, datum)).slice('{"id":null,'.length)}\n`);
+          const lines = data.map((datum, index) => datumJsonLine(idText, index, datum));
           for (const text of lines) writer.write(text);
           trajectory.transitions.forEach((transition, k) => {
             if (transition.ob.length === 0 && transition.ac.tokens.length === 0) log(`${where}: trajectory ${idText} transitions[${k}] is empty (no observation, no action tokens): it adds nothing`);

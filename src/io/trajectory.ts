@@ -129,28 +129,13 @@ export function parseTrajectoryLine(value: unknown, where: string): ParsedTrajec
   return { id: value.id, trajectory: { transitions }, advantage };
 }
 
-export interface DatumJson {
-  id: unknown;
-  datum: number;
-  tokens: number[];
-  target_tokens: number[];
-  logprobs: number[];
-  advantages: number[];
-  mask: number[];
-}
-
 /**
- * One output line. tinker's mask/advantages are float tensors (0.0/1.0); here
- * they are plain JSON numbers (0, 1, or the advantage value).
+ * One output line, `{"id","datum","tokens","target_tokens","logprobs","advantages","mask"}`, newline-terminated.
+ * `idJson` is the id already written as JSON. tinker's mask/advantages are float tensors (0.0/1.0); here they
+ * are plain JSON numbers (0, 1, or the advantage value), and a float32 is written as the double it is
+ * (-0.3 as -0.30000001192092896, what tinker's `.tolist()` gives), the same text JSON.stringify gives.
  */
-export function datumToJson(id: unknown, index: number, datum: Datum): DatumJson {
-  return {
-    id,
-    datum: index,
-    tokens: datum.tokens,
-    target_tokens: datum.target_tokens,
-    logprobs: datum.logprobs,
-    advantages: datum.advantages,
-    mask: datum.mask,
-  };
+export function datumJsonLine(idJson: string, index: number, datum: Datum): string {
+  return `{"id":${idJson},"datum":${index},"tokens":[${datum.tokens.join(',')}],"target_tokens":[${datum.target_tokens.join(',')}],` +
+    `"logprobs":[${datum.logprobs.join(',')}],"advantages":[${datum.advantages.join(',')}],"mask":[${datum.mask.join(',')}]}\n`;
 }
