@@ -27,7 +27,7 @@ import { lintLiterals } from './grammar/lint.ts';
 import { loadTokenizer, resolveTokenizerPath } from './tokenizer/load.ts';
 import { SEVERITY, type DiagnosticCode, type Severity } from './diagnostics.ts';
 import { PACKAGE_ROOT } from './paths.ts';
-import { checkHtmlTarget, formatBytes, HtmlReport, writeHtmlReport } from './report/html.ts';
+import { formatBytes, HtmlReport, openHtmlOutput, writeHtmlReport } from './report/html.ts';
 
 type Command = CommandSpec;
 
@@ -108,14 +108,14 @@ function rolloutCommand(name: 'mask' | 'check'): Command {
       const pool = await MaskerPool.open(await grammarOf(args), args.required('tokenizer'), optionSets(args.list('set')));
       announceStdin(args.input(), name, 'rollouts (JSONL)');
       const htmlFile = mask ? undefined : args.string('html');
-      if (htmlFile) checkHtmlTarget(htmlFile);
+      const htmlOutput = htmlFile ? openHtmlOutput(htmlFile) : undefined;
       const html = htmlFile ? new HtmlReport({ title: `tagmask check: ${args.input() === '-' ? 'stdin' : args.input()}`, command: commandLine(), side: 'given' }) : undefined;
       const progress = new ProgressLine(inputSize(args.input()));
       // A message clears the progress line first; the next update draws it again below.
       const logAbove = (line: string) => { progress.done(); log(line); };
       const summary = await runRollouts(pool, args.input(), args.string('output'), name, logAbove, html, progress, outputOptions(args, mask));
       log(formatRunSummary(summary, name));
-      if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlFile!, html))}`);
+      if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlOutput!, html))}`);
       return rolloutsFailed(summary, args.string('fail-on')!) ? 1 : 0;
     },
   };
@@ -213,7 +213,7 @@ const COMMANDS: Command[] = [
       const color = useColor(process.stdout, { color: args.boolean('color'), noColor: args.boolean('no-color') });
       announceStdin(input, 'show', 'rollouts (JSONL)');
       const htmlFile = args.string('html');
-      if (htmlFile) checkHtmlTarget(htmlFile);
+      const htmlOutput = htmlFile ? openHtmlOutput(htmlFile) : undefined;
       const html = htmlFile ? new HtmlReport({ title: `tagmask show: ${input === '-' ? 'stdin' : input}`, command: commandLine() }) : undefined;
       const where = input === '-' ? '<stdin>' : input;
       let shown = 0;
@@ -245,7 +245,7 @@ const COMMANDS: Command[] = [
       }
       writer?.close();
       if (wanted !== undefined && shown === 0) { log(`no rollout with id ${wanted}`); return 1; }
-      if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlFile!, html))}`);
+      if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlOutput!, html))}`);
       return failed > 0 || diagnosticsFail(diagnostics, args.string('fail-on')!) ? 1 : 0;
     },
   },
@@ -292,7 +292,7 @@ const COMMANDS: Command[] = [
     async run(args) {
       const json = args.boolean('json');
       const htmlFile = args.string('html');
-      if (htmlFile) checkHtmlTarget(htmlFile);
+      const htmlOutput = htmlFile ? openHtmlOutput(htmlFile) : undefined;
       const html = htmlFile ? new HtmlReport({ title: 'tagmask conformance', command: commandLine(), side: 'audited' }) : undefined;
       let passed = true;
       for (const suite of suitesToRun(args.positionals)) {
@@ -305,7 +305,7 @@ const COMMANDS: Command[] = [
         if (!suitePassed(verdict)) passed = false;
       }
       if (!json) out(passed ? 'conformance: everything agrees' : 'conformance: disagreements found');
-      if (html) log(`${htmlFile}: ${html.count} rollouts and datums, ${formatBytes(writeHtmlReport(htmlFile!, html))}`);
+      if (html) log(`${htmlFile}: ${html.count} rollouts and datums, ${formatBytes(writeHtmlReport(htmlOutput!, html))}`);
       return passed ? 0 : 1;
     },
   },

@@ -5,12 +5,12 @@
  */
 import type { MaskResult } from './masker.ts';
 import type { Frame } from './conformance.ts';
-import { JsonlWriter, OutputClosed, OutputError, readJsonlBatches, readJsonlGz } from './io/jsonl.ts';
-import { spliceTokens } from './io/rollout.ts';
+import { inputIsStream, JsonlWriter, OutputClosed, OutputError, readJsonlBatches } from './io/jsonl.ts';
+import { readRecord, readRecordBatches, recordText } from './io/records.ts';
 import { errorLine, idJson, idOf, errorMessage, writable, writeMaskLine } from './io/lines.ts';
-import { isParquetPath, ParquetRowWriter, readParquetRows } from './io/parquet.ts';
+import { isParquetPath, ParquetRowWriter } from './io/parquet.ts';
 import { actionRuns, auditPrepared, maskPrepared, prepareRollout, spansWithChars, tokenCharOffsets, weighted, type MaskFormat, type Prepared } from './io/prepare.ts';
-import { detectShape, flatRollout, givenInStream, readShaped, ShapeError, writeBackShaped, type ShapedLine, type ShapeName } from './io/shapes.ts';
+import { givenInStream, writeBackShaped, type ShapedLine, type ShapeName } from './io/shapes.ts';
 import { datumJsonLine, parseTrajectoryLine } from './io/trajectory.ts';
 import { auditExtension, trajectoryToData } from './merge.ts';
 import { formatDisagreement, formatFrame, formatSplit } from './report/text.ts';
@@ -64,46 +64,6 @@ export interface OutputOptions {
   outFormat?: boolean;
 }
 
-/** One input record: a line's bytes (JSONL, plain or gzip) or a parsed row (Parquet). */
-interface InputRecord {
-  number: number;
-  bytes?: Buffer;
-  value?: Record<string, unknown>;
-}
-
-const RECORD_BATCH = 256;
-
-/** Records of any input tagmask reads, a batch at a time (each batch's line bytes valid until the next is asked for). */
-async function* readRecordBatches(input: string): AsyncGenerator<InputRecord[]> {
-  if (!isParquetPath(input) && !input.endsWith('.gz')) { yield* readJsonlBatches(input); return; }
-  let batch: InputRecord[] = [];
-  for await (const record of isParquetPath(input) ? readParquetRows(input) : readJsonlGz(input)) {
-    batch.push(record);
-    if (batch.length >= RECORD_BATCH) { yield batch; batch = []; }
-  }
-  if (batch.length) yield batch;
-}
-
-const recordText = (record: InputRecord) => (record.bytes ? record.bytes.toString('utf8') : JSON.stringify(record.value));
-
-/** A record in its shape. Plain flat JSONL lines keep the byte reader (the ids are never JSON.parse'd). */
-function readRecord(record: InputRecord, format: ShapeName | undefined, needMask: boolean): { line: ShapedLine; value?: Record<string, unknown> } {
-  if (record.bytes && (format === undefined || format === 'flat')) {
-    const spliced = spliceTokens(record.bytes);
-    // The spliced line holds `"tokens": []`: its keys still say which shape it is.
-    if (spliced && detectShape(spliced.value).name === 'flat') return { line: { shape: 'flat', rollouts: [flatRollout(spliced.value, spliced.ids, needMask)] } };
-  }
-  let value = record.value;
-  if (!value) {
-    try {
-      value = JSON.parse(record.bytes!.toString('utf8')) as Record<string, unknown>;
-    } catch (error) {
-      throw new ShapeError(`not valid JSON (${errorMessage(error)})`);
-    }
-  }
-  return { line: readShaped(value, format, needMask), value };
-}
-
 /** Where results go: JSON lines (plain or gzip) or Parquet rows. */
 interface Sink {
   json?: JsonlWriter;
@@ -112,6 +72,8 @@ interface Sink {
   error(id: unknown, line: number, message: string): void;
   /** An input line written back as it is (`--out-format`): its own fields, no id added. */
   raw(value: Record<string, unknown>): void;
+  /** What is written so far goes out now (a stream's reader waits for it); a no-op for Parquet and temporary files. */
+  flush(): void;
   close(): void;
   abort(): void;
 }
@@ -123,6 +85,7 @@ async function openSink(output: string | undefined): Promise<Sink> {
       write: (id, rest) => rows.write({ id: JSON.parse(id), ...rest }),
       error: (id, line, message) => rows.write({ id: writable(id) ?? null, line, error: message }),
       raw: (value) => rows.write(value),
+      flush: () => {},
       close: () => rows.close(),
       abort: () => rows.abort(),
     };
@@ -133,6 +96,7 @@ async function openSink(output: string | undefined): Promise<Sink> {
     write: (id, rest) => writer.write(`{"id":${id},${JSON.stringify(rest).slice(1)}\n`),
     error: (id, line, message) => writer.write(errorLine(id, line, message)),
     raw: (value) => writer.write(`${JSON.stringify(value)}\n`),
+    flush: () => writer.flushThrough(),
     close: () => writer.close(),
     abort: () => writer.abort(),
   };
@@ -167,6 +131,8 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
   const where = input === '-' ? '<stdin>' : input;
   const table = pool.tokenizer.table;
   // The run-by-run JSONL mask writer is the fast path; other forms build the object.
+  // From a pipe, each read's results go out before the next read waits for more input.
+  const streaming = inputIsStream(input);
   const plainMask = mode === 'mask' && sink.json !== undefined && !options.outFormat && !options.maskFormat && options.observationWeight === undefined && !options.charSpans;
   try {
     let bytes = 0;
@@ -227,6 +193,7 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
         }
       }
       progress?.update(bytes, summary.rollouts + summary.failed, summary.tokens);
+      if (streaming) sink.flush();
     }
     progress?.done();
     sink.close();

@@ -2,6 +2,7 @@
  * `tagmask detect` and `--grammar auto`: read rollouts from a file, judge every bundled grammar on them
  * (src/detect.ts), and name the one that fits.
  */
+import { statSync } from 'node:fs';
 import { readJsonl } from '../io/jsonl.ts';
 import { readRolloutLine } from '../io/rollout.ts';
 import { detectGrammar, detectionSentence, type Detection, type DetectRollout } from '../detect.ts';
@@ -34,6 +35,12 @@ export function detectFile(input: string, tokenizer: LoadedTokenizer, limit = DE
  */
 export function autoGrammar(input: string, tokenizer: LoadedTokenizer, log: (line: string) => void): string {
   if (input === '-') throw new Error('--grammar auto reads the rollouts twice (once to detect, once to mask): give a file, not stdin');
+  // A pipe (`<(cat f)`, a FIFO) or a device would be drained by detection and masked empty: refuse it.
+  const stat = statSync(input, { throwIfNoEntry: false });
+  if (stat && !stat.isFile()) {
+    const kind = stat.isFIFO() ? 'a pipe' : stat.isDirectory() ? 'a folder' : stat.isSocket() ? 'a socket' : 'a device';
+    throw new Error(`--grammar auto reads the rollouts twice (once to detect, once to mask): ${input} is ${kind}, which can be read only once; save it to a file, or name the grammar (tagmask detect shows which)`);
+  }
   const { detection } = detectFile(input, tokenizer);
   const sentence = detectionSentence(detection);
   if (!detection.verdict) throw new Error(`--grammar auto: ${sentence} (tagmask detect --tokenizer … ${input} shows the evidence)`);
