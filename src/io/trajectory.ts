@@ -139,3 +139,15 @@ export function datumJsonLine(idJson: string, index: number, datum: Datum): stri
   return `{"id":${idJson},"datum":${index},"tokens":[${datum.tokens.join(',')}],"target_tokens":[${datum.target_tokens.join(',')}],` +
     `"logprobs":[${datum.logprobs.join(',')}],"advantages":[${datum.advantages.join(',')}],"mask":[${datum.mask.join(',')}]}\n`;
 }
+
+/** One datum as a row of plain arrays (`{"datum","tokens",…,"mask"}`, no id), for writers that take values (Parquet). */
+export function datumRow(index: number, datum: Datum): { datum: number; tokens: number[]; target_tokens: number[]; logprobs: number[]; advantages: number[]; mask: number[] } {
+  return {
+    datum: index,
+    tokens: Array.from(datum.tokens),
+    target_tokens: Array.from(datum.target_tokens),
+    logprobs: Array.from(datum.logprobs),
+    advantages: Array.from(datum.advantages),
+    mask: Array.from(datum.mask),
+  };
+}

@@ -366,5 +366,27 @@ await probe('h20-11 missing .jsonl.gz and a folder so named: exit 2 with a messa
   const ok = a.code === 2 && /missing\.jsonl\.gz/.test(a.stderr) && !/Unhandled/.test(a.stderr) && b.code === 2 && /is a folder/.test(b.stderr);
   return [ok, `missing: exit ${a.code} ${a.stderr.trim().slice(0, 120)}; folder: exit ${b.code} ${b.stderr.trim().slice(0, 120)}`];
 });
+// Issue 20, the Parquet and file-format parts (items 5, 10, 13, 17, 19).
+const isPar1 = (path: string) => { const b = readFileSync(path); return b.length > 8 && b.subarray(0, 4).toString() === 'PAR1' && b.subarray(-4).toString() === 'PAR1'; };
+await probe('h20-19a merge -o x.parquet writes Parquet', () => {
+  const out = join(dir, 'm.parquet');
+  const r = run(['merge', file('t19.jsonl', traj.join('\n')), '-o', out]);
+  return [r.code === 0 && isPar1(out), `exit ${r.code}, PAR1 ${existsSync(out) && isPar1(out)}`];
+});
+await probe('h20-19b merge x.jsonl.gz reads the gzip', async () => {
+  const { gzipSync } = await import('node:zlib');
+  const gz = join(dir, 't19.jsonl.gz');
+  writeFileSync(gz, gzipSync(traj.join('\n')));
+  const a = run(['merge', file('t19b.jsonl', traj.join('\n'))]);
+  const b = run(['merge', gz]);
+  return [b.code === a.code && b.stdout === a.stdout, `exit ${b.code}, same output ${b.stdout === a.stdout}`];
+});
+await probe('h20-19c .JSONL.GZ is gzip as .PARQUET is Parquet', async () => {
+  const { gunzipSync } = await import('node:zlib');
+  const out = join(dir, 'OUT.JSONL.GZ');
+  const r = run(mask([file('in19c.jsonl', `${good}\n`), '-o', out]));
+  let lines = 0; try { lines = jsonl(gunzipSync(readFileSync(out)).toString()).length; } catch { /* not gzip */ }
+  return [r.code === 0 && lines === 1, `exit ${r.code}, gunzip gives ${lines} lines`];
+});
 console.log(`\n${results.filter((r) => r[1]).length}/${results.length} hold`);
 rmSync(dir, { recursive: true, force: true });
