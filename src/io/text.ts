@@ -53,24 +53,28 @@ export function boundaryLiterals(grammar: Grammar, promptKnown: boolean): string
  * Tokenize a text rollout: a known prompt is encoded on its own (its length is the prompt's end), the
  * response on its own after it, as a sampler returns them; a lone text is encoded whole.
  */
-export function prepareText(tokenizer: LoadedTokenizer, grammar: Grammar, rollout: TextRollout): PreparedText {
+export function tokenizeText(tokenizer: LoadedTokenizer, rollout: TextRollout): { rollout: TokenRollout; promptTokens: number; source: string } {
   const promptIds = rollout.prompt === undefined ? [] : tokenizer.encode(rollout.prompt);
-  const responseIds = tokenizer.encode(rollout.text);
-  const tokens = promptIds.concat(responseIds);
-  const source = (rollout.prompt ?? '') + rollout.text;
-  const diagnostics: Diagnostic[] = [diagnostic('retokenized-text', 0, { fields: rollout.fields })];
-  const specials = specialTexts(tokenizer.table);
-  if (!specials.some((special) => source.includes(special))) {
-    const lost = boundaryLiterals(grammar, rollout.prompt !== undefined).filter((literal) => specials.some((special) => literal.includes(special)));
-    if (lost.length) {
-      diagnostics.push(diagnostic('special-tokens-stripped', promptIds.length, { literals: lost }));
-    }
-  }
+  const tokens = promptIds.concat(tokenizer.encode(rollout.text));
   return {
     rollout: { kind: 'tokens', id: rollout.id, tokens, promptLength: rollout.prompt === undefined ? -1 : promptIds.length, options: rollout.options },
-    diagnostics,
-    source,
+    promptTokens: promptIds.length,
+    source: (rollout.prompt ?? '') + rollout.text,
   };
+}
+
+/** A text rollout tokenized, with what reading it says: re-tokenized, and which grammar literals its stripped special tokens lose. */
+export function prepareText(tokenizer: LoadedTokenizer, grammar: Grammar, text: TextRollout): PreparedText {
+  const { rollout, promptTokens, source } = tokenizeText(tokenizer, text);
+  const diagnostics: Diagnostic[] = [diagnostic('retokenized-text', 0, { fields: text.fields })];
+  const specials = specialTexts(tokenizer.table);
+  if (!specials.some((special) => source.includes(special))) {
+    const lost = boundaryLiterals(grammar, text.prompt !== undefined).filter((literal) => specials.some((special) => literal.includes(special)));
+    if (lost.length) {
+      diagnostics.push(diagnostic('special-tokens-stripped', promptTokens, { literals: lost }));
+    }
+  }
+  return { rollout, diagnostics, source };
 }
 
 /**

@@ -219,3 +219,124 @@ describe.concurrent('one bad line never stops the others', { timeout: 60_000 }, 
     expect(out.filter((line) => !line.error).every((line) => line.id === trajectory.id)).toBe(true);
   });
 });
+
+// Issue 20: every file tagmask writes (`-o`, `--html`, `samples -o`) goes through the one output writer.
+describe.concurrent('--html and samples -o have -o\'s output safety', { timeout: 60_000 }, () => {
+  const CHECK = ['check', ...MASK.slice(1)];
+  const SHOW = ['show', ...MASK.slice(1)];
+
+  it('--html onto a FIFO writes the page through it and leaves the FIFO in place (check and show)', async () => {
+    for (const command of [CHECK, SHOW]) {
+      const fifo = join(folder('html-fifo'), 'page.html');
+      execFileSync('mkfifo', [fifo]);
+      const reader = spawn('cat', [fifo]);
+      let received = '';
+      reader.stdout.on('data', (chunk) => { received += chunk; });
+      const readerDone = new Promise((resolve) => reader.on('close', resolve));
+      const run = await tagmask([...command, file('in.jsonl', `${good}\n`), '--html', fifo]);
+      await readerDone;
+      expect(run.code, run.stderr).toBe(0);
+      expect(lstatSync(fifo).isFIFO()).toBe(true);
+      expect(received).toMatch(/^<!doctype html>/i);
+      expect(received).toMatch(/<\/html>\s*$/);
+      expect(readdirSync(join(fifo, '..'))).toEqual(['page.html']);
+    }
+  });
+
+  it('--html onto a device node (a /dev/null made here) writes through it and leaves the device in place', async () => {
+    const node = join(folder('html-dev'), 'null');
+    const made = spawnSync('mknod', [node, 'c', '1', '3']);
+    if (made.status !== 0) return void console.warn(`skipped: cannot mknod here (${made.stderr})`);
+    const run = await tagmask([...CHECK, file('in.jsonl', `${good}\n`), '--html', node]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(lstatSync(node).isCharacterDevice()).toBe(true);
+    expect(readdirSync(join(node, '..'))).toEqual(['null']);
+  });
+
+  it('--html onto a symlink replaces the file it points to; the link stays a link', async () => {
+    const target = file('target.html', 'old\n');
+    const link = join(dir, `${++counter}-link.html`);
+    symlinkSync(target, link);
+    const run = await tagmask([...SHOW, file('in.jsonl', `${good}\n`), '--html', link]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(readFileSync(target, 'utf8')).toMatch(/^<!doctype html>/i);
+  });
+
+  it('--html onto a folder is a usage error before any work, and leaves nothing behind', async () => {
+    const parent = folder('html-parent');
+    const out = join(parent, 'page.html');
+    mkdirSync(out);
+    const run = await tagmask([...CHECK, file('in.jsonl', `${good}\n`), '--html', out]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/--html .*page\.html is a folder/);
+    expect(run.stdout).toBe('');
+    expect(readdirSync(parent)).toEqual(['page.html']);
+  });
+
+  it('--html: the temporary file has a name nobody can guess (no pid), and SIGTERM mid-run removes it, keeping the old page', async () => {
+    const where = folder('html-signal');
+    const page = join(where, 'page.html');
+    writeFileSync(page, 'old page\n');
+    const child = spawn(process.execPath, ['bin/tagmask.js', ...CHECK, '-', '--html', page], { cwd: ROOT });
+    const closed = new Promise<string | null>((resolve) => child.on('close', (_code, received) => resolve(received)));
+    child.stdin.write(`${good}\n`.repeat(5));
+    const started = Date.now();
+    while (readdirSync(where).length < 2 && Date.now() - started < 20_000) await new Promise((resolve) => setTimeout(resolve, 20));
+    const temporary = readdirSync(where).find((name) => name !== 'page.html');
+    expect(temporary).toMatch(/^\.page\.html\.tmp-[0-9a-f]{16}$/);
+    expect(temporary).not.toContain(String(child.pid));
+    child.kill('SIGTERM');
+    expect(await closed).toBe('SIGTERM');
+    expect(readdirSync(where)).toEqual(['page.html']);
+    expect(readFileSync(page, 'utf8')).toBe('old page\n');
+  });
+
+  it('samples -o: a suite\'s output that is a symlink has its target replaced, the link stays', async () => {
+    const out = folder('samples-out');
+    const target = file('samples-target.jsonl', 'old\n');
+    symlinkSync(target, join(out, 'search-r1-qwen3.masks.jsonl'));
+    const run = await tagmask(['samples', 'samples/search-r1-qwen3', '-o', out]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(lstatSync(join(out, 'search-r1-qwen3.masks.jsonl')).isSymbolicLink()).toBe(true);
+    expect(jsonLines(readFileSync(target, 'utf8')).length).toBe(rollouts.length);
+    expect(readdirSync(out)).toEqual(['search-r1-qwen3.masks.jsonl']);
+  });
+});
+
+describe.concurrent('inputs that are not what their names say', { timeout: 60_000 }, () => {
+  it('a missing .jsonl.gz, or a folder so named, is exit 2 with a message naming it, never an unhandled error event', async () => {
+    const missing = join(dir, 'missing.jsonl.gz');
+    const named = folder('folder.jsonl.gz');
+    for (const command of [MASK, ['check', ...MASK.slice(1)], ['show', ...MASK.slice(1)]]) {
+      const gone = await tagmask([...command, missing]);
+      expect(gone.code).toBe(2);
+      expect(gone.stderr).toBe(`tagmask: cannot read ${missing}: ENOENT: no such file or directory, open '${missing}'\n`);
+      const folderRun = await tagmask([...command, named]);
+      expect(folderRun.code).toBe(2);
+      expect(folderRun.stderr).toBe(`tagmask: ${named} is a folder, not a gzip JSONL file\n`);
+    }
+  });
+
+  it('--grammar auto on a pipe (a FIFO fed by another process) refuses it, exit 2, instead of masking what detection left', async () => {
+    const fifo = join(folder('auto-fifo'), 'rollouts.jsonl');
+    execFileSync('mkfifo', [fifo]);
+    // The writer may never be read from: it is killed after the run, whatever happened.
+    const writer = spawn('bash', ['-c', `cat "${join(ROOT, 'samples/search-r1-qwen3/rollouts.jsonl')}" > "${fifo}"`]);
+    try {
+      const run = await tagmask(['mask', '--grammar', 'auto', '--tokenizer', QWEN, fifo]);
+      expect(run.code).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toContain(`${fifo} is a pipe, which can be read only once`);
+    } finally {
+      writer.kill();
+    }
+  });
+
+  it('--grammar auto through bash process substitution <(cat f): refused the same way', () => {
+    const shell = spawnSync('bash', ['-c', `"${process.execPath}" bin/tagmask.js mask --grammar auto --tokenizer ${QWEN} <(cat samples/search-r1-qwen3/rollouts.jsonl)`], { cwd: ROOT, encoding: 'utf8' });
+    expect(shell.status).toBe(2);
+    expect(shell.stdout).toBe('');
+    expect(shell.stderr).toMatch(/\/dev\/fd\/\d+ is a pipe, which can be read only once/);
+  });
+});
