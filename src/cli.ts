@@ -19,6 +19,7 @@ import { idJson, idText, writable } from './io/lines.ts';
 import { InputError, JsonlWriter, OutputClosed, OutputError, OutputPathError } from './io/jsonl.ts';
 import { showRollout } from './report/show.ts';
 import { autoGrammar, detectFile, DETECT_LIMIT } from './commands/detect.ts';
+import { serveCommand } from './commands/serve.ts';
 import { formatDetection } from './detect.ts';
 import { findSuites, maskSamples, MaskerPool, proveSuite, suitePassed, type Suite } from './suites.ts';
 import { checkGrammarFile, GrammarError, resolveGrammarPath } from './grammar/load.ts';
@@ -352,6 +353,7 @@ const COMMANDS: Command[] = [
       return errors + lintErrors ? 1 : 0;
     },
   },
+  serveCommand,
 ];
 
 /** How this run was invoked, for the page's header. */
