@@ -245,6 +245,7 @@ export async function runMerge(input: string, output: string | undefined, table:
         const where = `${source}:${record.number}`;
         let id: unknown = null;
         try {
+          if (record.error !== undefined) throw new Error(record.error);
           let value: unknown = record.value;
           if (value === undefined) {
             try {

@@ -6,112 +6,13 @@
  * rollouts reads as it is.
  */
 import { JsonlWriter } from './jsonl.ts';
+
+export { readParquetRows, ParquetFileError, type ParquetRow } from './parquet-read.ts';
 import type { ParquetWriter } from 'hyparquet-writer';
 
 // hyparquet and hyparquet-writer are imported when a Parquet file is met, not at start-up: together they cost
 // ~50 ms of every CLI start (measured with --cpu-prof on `tagmask mask`), which a JSONL run never needs.
 type WriterLibrary = typeof import('hyparquet-writer');
-
-/** Parquet's INT64 comes back as BigInt: token ids and lengths are plain numbers here. */
-function plain(value: unknown): unknown {
-  if (typeof value === 'bigint') return Number(value);
-  if (Array.isArray(value)) {
-    if (value.length && typeof value[0] === 'bigint') return value.map(Number);
-    return value.some((item) => typeof item === 'bigint' || (typeof item === 'object' && item !== null)) ? value.map(plain) : value;
-  }
-  if (value instanceof Date) return value.toISOString();
-  if (typeof value === 'object' && value !== null) {
-    const out: Record<string, unknown> = {};
-    for (const [key, item] of Object.entries(value)) out[key] = plain(item);
-    return out;
-  }
-  return value;
-}
-
-/**
- * One column of one row group, kept compact: a list-of-numbers column as one Float64Array of values and row
- * offsets (8 bytes a value instead of a BigInt object each), anything else as plain values.
- */
-type CompactColumn =
-  | { kind: 'lists'; values: Float64Array; offsets: Uint32Array; present: Uint8Array; booleans: boolean }
-  | { kind: 'plain'; values: unknown[] };
-
-function compact(cells: unknown[]): CompactColumn {
-  // One pass to size and type-check: lists of numbers, bigints or booleans only (nulls allowed).
-  let total = 0;
-  let lists = 0;
-  for (const cell of cells) {
-    if (cell === null || cell === undefined) continue;
-    if (!Array.isArray(cell)) return plainColumn(cells);
-    const first = cell[0];
-    if (cell.length && typeof first !== 'number' && typeof first !== 'bigint' && typeof first !== 'boolean') return plainColumn(cells);
-    total += cell.length;
-    lists++;
-  }
-  if (!lists || !total) return plainColumn(cells);
-  const values = new Float64Array(total);
-  const offsets = new Uint32Array(cells.length + 1);
-  const present = new Uint8Array(cells.length);
-  let at = 0;
-  let booleans = false;
-  for (let row = 0; row < cells.length; row++) {
-    offsets[row] = at;
-    const cell = cells[row];
-    if (!Array.isArray(cell)) continue;
-    present[row] = 1;
-    for (let i = 0; i < cell.length; i++) {
-      const item = cell[i];
-      if (typeof item === 'number') values[at++] = item;
-      else if (typeof item === 'bigint') values[at++] = Number(item);
-      else if (typeof item === 'boolean') { booleans = true; values[at++] = item ? 1 : 0; }
-      // A list mixing other values is not a list of ids: keep the column as it is.
-      else return plainColumn(cells);
-    }
-  }
-  offsets[cells.length] = at;
-  return { kind: 'lists', values, offsets, present, booleans };
-}
-
-const plainColumn = (cells: unknown[]): CompactColumn => ({ kind: 'plain', values: cells.map((cell) => (cell === null || cell === undefined ? undefined : plain(cell))) });
-
-function cellOf(column: CompactColumn, row: number): unknown {
-  if (column.kind === 'plain') return column.values[row];
-  if (!column.present[row]) return undefined;
-  const slice = column.values.subarray(column.offsets[row], column.offsets[row + 1]);
-  return column.booleans ? Array.from(slice, (value) => value === 1) : Array.from(slice);
-}
-
-/**
- * Rows of a Parquet file as objects (a field per column; a null cell is a field the row does not have),
- * numbered from 1, in order. Memory is bounded by one row group: hyparquet decodes a nested column chunk
- * whole, so a group is read column by column and each column is packed (compact) before the next is read.
- */
-export async function* readParquetRows(path: string): AsyncGenerator<{ number: number; value: Record<string, unknown> }> {
-  const { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects, parquetSchema } = await import('hyparquet');
-  const file = await asyncBufferFromFile(path);
-  const metadata = await parquetMetadataAsync(file);
-  const names = parquetSchema(metadata).children.map((child) => child.element.name);
-  let groupStart = 0;
-  let number = 0;
-  for (const group of metadata.row_groups) {
-    const groupRows = Number(group.num_rows);
-    const rowEnd = groupStart + groupRows;
-    const columns: Array<[string, CompactColumn]> = [];
-    for (const name of names) {
-      const rows = await parquetReadObjects({ file, metadata, rowStart: groupStart, rowEnd, columns: [name] });
-      columns.push([name, compact(rows.map((row) => row[name]))]);
-    }
-    for (let row = 0; row < groupRows; row++) {
-      const value: Record<string, unknown> = {};
-      for (const [name, column] of columns) {
-        const cell = cellOf(column, row);
-        if (cell !== null && cell !== undefined) value[name] = cell;
-      }
-      yield { number: ++number, value };
-    }
-    groupStart = rowEnd;
-  }
-}
 
 type ColumnKind = 'ids' | 'ints' | 'floats' | 'bools' | 'string' | 'int' | 'float' | 'bool' | 'json';
 
