@@ -15,6 +15,7 @@
  * SNAPPY, GZIP, BROTLI, ZSTD (Polars' default), LZ4 and LZ4_RAW.
  */
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { InputError } from './jsonl.ts';
 import type { ColumnChunk, FileMetaData, PageHeader, SchemaElement, SchemaTree } from 'hyparquet';
 
 /** Most values one row may hold in one column: 2^24 ids is ~100 MB of JSONL, far beyond any rollout. */
@@ -83,7 +84,7 @@ export function exactInteger(value: bigint): number | bigint {
   return value >= -9007199254740991n && value <= 9007199254740991n ? Number(value) : value;
 }
 
-/** hyparquet's values for tagmask: BigInts exact as numbers where they can be, Dates as ISO text. */
+/** hyparquet's values for tagmask: BigInts as numbers where exact; Dates stay Dates (JSON writes them as ISO text). */
 export function plainValue(value: unknown): unknown {
   if (typeof value === 'bigint') return exactInteger(value);
   if (Array.isArray(value)) {
@@ -91,7 +92,7 @@ export function plainValue(value: unknown): unknown {
     const out = value.map((item) => { const plain = plainValue(item); if (plain !== item) changed = true; return plain; });
     return changed ? out : value;
   }
-  if (value instanceof Date) return value.toISOString();
+  if (value instanceof Date) return value;
   if (ArrayBuffer.isView(value)) return value;
   if (typeof value === 'object' && value !== null) {
     const out: Record<string, unknown> = {};
@@ -435,13 +436,7 @@ const describeRows = (first: number, count: number) => (count === 1 ? `row ${fir
  */
 export async function* readParquetRows(path: string): AsyncGenerator<ParquetRow> {
   const library = await load();
-  const file = await library.asyncBufferFromFile(path);
-  let metadata: FileMetaData;
-  try {
-    metadata = await library.parquetMetadataAsync(file);
-  } catch (error) {
-    throw new ParquetFileError(`${path}: not a Parquet file tagmask can read (${(error as Error).message})`);
-  }
+  const { file, metadata } = await openParquet(library, path);
   const root = library.parquetSchema(metadata);
   const fast = new Map<string, FastColumn>();
   for (const child of root.children) {
@@ -471,8 +466,38 @@ export async function* readParquetRows(path: string): AsyncGenerator<ParquetRow>
   }
 }
 
+/** The top-level columns of a Parquet file, each as its schema elements (the column first, then its subtree), in order. */
+export async function parquetColumns(path: string): Promise<Array<{ name: string; schema: SchemaElement[] }>> {
+  const { metadata } = await openParquet(await load(), path);
+  const out: Array<{ name: string; schema: SchemaElement[] }> = [];
+  const elements = metadata.schema;
+  for (let index = 1; index < elements.length;) {
+    let pending = 1;
+    let end = index;
+    while (pending > 0 && end < elements.length) { pending += (elements[end].num_children ?? 0) - 1; end++; }
+    out.push({ name: elements[index].name, schema: elements.slice(index, end) });
+    index = end;
+  }
+  return out;
+}
+
+/** The file and its footer; a file that cannot be opened, or is not Parquet, is a ParquetFileError naming it. */
+async function openParquet(library: Library, path: string) {
+  let file;
+  try {
+    file = await library.asyncBufferFromFile(path);
+  } catch (error) {
+    throw new ParquetFileError(`cannot read ${path}: ${(error as Error).message}`);
+  }
+  try {
+    return { file, metadata: await library.parquetMetadataAsync(file) };
+  } catch (error) {
+    throw new ParquetFileError(`${path}: not a Parquet file tagmask can read (${(error as Error).message})`);
+  }
+}
+
 /** The Parquet file itself cannot be read (not Parquet, a broken footer): a set-up error for the whole run. */
-export class ParquetFileError extends Error {}
+export class ParquetFileError extends InputError {}
 
 /** A row group failed after `rowsDone` of its rows were handed out. */
 class GroupError extends Error {
