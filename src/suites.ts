@@ -19,6 +19,7 @@ import { loadTokenizer, type LoadedTokenizer } from './tokenizer/load.ts';
 import type { CompiledGrammar } from './grammar/compile.ts';
 import { checkTrajectory, compareMasks, type DatumSeen, type TrajectoryVerdict, type Disagreement } from './conformance.ts';
 import { readJsonl } from './io/jsonl.ts';
+import { idText } from './io/lines.ts';
 import { readRollouts } from './io/records.ts';
 import { maskPrepared, prepareRollout } from './io/prepare.ts';
 import { givenInStream, readOptions } from './io/shapes.ts';
@@ -180,7 +181,7 @@ export async function proveSuite(suite: Suite, opened?: MaskerPool, html?: HtmlR
         for (const datum of seen) {
           const notes = checked.splits.map((split) => formatSplitNote(checked, split));
           html!.add(table, {
-            id: `${String(id)} datum ${datum.datum}`, tokens: datum.tokens, result: datum.result, group: `${suite.name} · merge (merge vs protocol)`, source: `${suite.trajectories}:${line.number}`,
+            id: `${idText(id)} datum ${datum.datum}`, tokens: datum.tokens, result: datum.result, group: `${suite.name} · merge (merge vs protocol)`, source: `${suite.trajectories}:${line.number}`,
             audit: { mask: datum.mask, frame: 'targets', disagreements: datum.disagreements, side: 'merge' }, notes,
           });
         }
