@@ -147,6 +147,7 @@ export const CODES = {
   'special-differs': {
     family: 'lint', severity: 'warning', message: (a) => `${q(a.literal)} is read differently by these tokenizers: ${(a.specialsBy ?? []).map((item) => `${item.tokenizer}: ${item.specials.length ? `special ${item.specials.map(q).join(', ')} (by id)` : 'text (bytes)'}`).join('; ')}. Where it is special, only the token id matches; where it is text, the spelled-out characters do`,
   },
+  'too-many-specials': { family: 'lint', severity: 'error', message: (a) => `[${a.tokenizer}] the grammar's literals name ${a.detail}, more than the ${a.budget} the scanner can tell apart (each needs a byte no literal uses, and one more is kept); ${q(a.literal)} is the first one too many: mask refuses this grammar with this tokenizer` },
   'token-count-differs': { family: 'lint', severity: 'warning', message: (a) => `${q(a.literal)} is ${(a.counts ?? []).map((item) => `${tokens(item.count)} in ${item.tokenizer}`).join(', ')}: a grammar names it by its text, never by one id` },
   // Conformance: a disagreement run is `mask-mismatch`, or `straddling-token` when every token of it straddles.
   'mask-mismatch': { family: 'conformance', severity: 'error', message: (a) => `tokens from ${a.token} get different masks` },
