@@ -212,7 +212,11 @@ export function detectGrammar(rollouts: DetectRollout[], table: ByteTable, candi
   const outranked: Array<{ grammar: string; by: string }> = [];
   for (const verdict of fitting) {
     const mine = foundSet(verdict);
-    const wider = fitting.find((other) => other !== verdict && other.found.length > mine.size && [...mine].every((literal) => foundSet(other).has(literal)));
+    // A grammar gives way to one that finds all its markers and more, or the same markers while declaring fewer
+    // that never occur (it claims less of the stream than it cannot show: Qwen3's JSON tool calls fit qwen3_5 too,
+    // whose <function=…> blocks are nowhere).
+    const wider = fitting.find((other) => other !== verdict && [...mine].every((literal) => foundSet(other).has(literal))
+      && (other.found.length > mine.size || (other.found.length === mine.size && other.missing.length < verdict.missing.length)));
     if (wider) outranked.push({ grammar: verdict.grammar, by: wider.grammar });
   }
   const standing = fitting.filter((verdict) => !outranked.some((item) => item.grammar === verdict.grammar));

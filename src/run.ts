@@ -6,14 +6,14 @@
 import type { MaskResult } from './masker.ts';
 import type { Frame } from './conformance.ts';
 import { inputIsStream, JsonlWriter, OutputClosed, OutputError, readJsonlBatches } from './io/jsonl.ts';
-import { readRecord, readRecordBatches, recordText } from './io/records.ts';
+import { readRecord, readRecordBatches, readRollouts, recordId, recordText } from './io/records.ts';
 import { errorLine, idJson, idOf, errorMessage, writable, writeMaskLine } from './io/lines.ts';
 import { parquetColumns, ParquetRowWriter, ParquetValueError, type DeclaredColumn } from './io/parquet.ts';
 import { jsonText } from './io/json.ts';
 import { fileFormat } from './io/format.ts';
 import { actionRuns, auditPrepared, maskPrepared, prepareRollout, spansWithChars, tokenCharOffsets, weighted, type MaskFormat, type Prepared } from './io/prepare.ts';
 import { givenInStream, writeBackShaped, type ShapedLine, type ShapeName } from './io/shapes.ts';
-import { datumToJson, parseTrajectoryLine } from './io/trajectory.ts';
+import { datumJsonLine, datumRow, parseTrajectoryLine } from './io/trajectory.ts';
 import { auditExtension, trajectoryToData } from './merge.ts';
 import { formatDisagreement, formatFrame, formatSplit } from './report/text.ts';
 import type { ByteTable } from './tokenizer/table.ts';
@@ -222,7 +222,7 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
           summary.failed++;
           const message = errorMessage(error);
           log(`${source}: ${message}`);
-          const id = rolloutId ?? (item.value ? item.value.id ?? null : idOf(recordText(item)));
+          const id = rolloutId ?? recordId(item);
           sink.error(id, item.number, message);
           html?.add(table, { id: writable(id), tokens: [], error: message, source });
         }
@@ -247,22 +247,14 @@ export type MaskedRecord =
 
 /** Every rollout of `input` (any shape; JSONL, .jsonl.gz or Parquet), masked, in order. */
 export async function* maskedRecords(pool: MaskerPool, input: string, format?: ShapeName): AsyncGenerator<MaskedRecord> {
-  for await (const batch of readRecordBatches(input)) {
-    for (const item of batch) {
-      let line: ShapedLine;
+  for await (const record of readRollouts(input, format)) {
+    if (record.error !== undefined) { yield record; continue; }
+    for (const rollout of record.line.rollouts) {
       try {
-        line = readRecord(item, format, false).line;
+        const prepared = prepareRollout(pool, rollout);
+        yield { number: record.number, prepared, result: maskPrepared(pool, prepared), shape: record.line.shape };
       } catch (error) {
-        yield { number: item.number, error: errorMessage(error), id: item.value ? item.value.id ?? null : idOf(recordText(item)) };
-        continue;
-      }
-      for (const rollout of line.rollouts) {
-        try {
-          const prepared = prepareRollout(pool, rollout);
-          yield { number: item.number, prepared, result: maskPrepared(pool, prepared), shape: line.shape };
-        } catch (error) {
-          yield { number: item.number, error: errorMessage(error), id: rollout.id };
-        }
+        yield { number: record.number, error: errorMessage(error), id: rollout.id };
       }
     }
   }
@@ -299,11 +291,13 @@ export async function runMerge(input: string, output: string | undefined, table:
               : `no datum: all ${trajectory.transitions.length} transitions are empty (no observation and no action tokens)`);
           }
           // Every datum of this trajectory is made before any is written: a failure writes nothing half-done.
-          const rows = data.map((datum, index) => {
-            const { id: _, ...rest } = datumToJson(null, index, datum);
-            return rest;
-          });
-          for (const rest of rows) sink.write(id, idText, rest);
+          if (sink.json) {
+            const lines = data.map((datum, index) => datumJsonLine(idText, index, datum));
+            for (const text of lines) sink.json.write(text);
+          } else {
+            const rows = data.map((datum, index) => datumRow(index, datum));
+            for (const row of rows) sink.write(id, idText, row);
+          }
           trajectory.transitions.forEach((transition, k) => {
             if (transition.ob.length === 0 && transition.ac.tokens.length === 0) log(`${where}: trajectory ${idText} transitions[${k}] is empty (no observation, no action tokens): it adds nothing`);
           });

@@ -1,8 +1,9 @@
 /**
  * The one rollout reader: records of any input tagmask reads (JSONL plain or gzip, Parquet; a file or stdin),
- * each read into its shape (src/io/shapes.ts). Every command that reads rollouts reads them here.
+ * each read into its shape (src/io/shapes.ts). Every command that reads rollouts (mask, check, show, detect,
+ * `--grammar auto`, the suites) reads them here, so they all accept the same files and lines.
  */
-import { errorMessage } from './lines.ts';
+import { errorMessage, idOf } from './lines.ts';
 import { readJsonlBatches, readJsonlGz } from './jsonl.ts';
 import { isObject, MAX_TOKEN_ID } from './json.ts';
 import { readParquetRows } from './parquet.ts';
@@ -34,7 +35,10 @@ export async function* readRecordBatches(input: string): AsyncGenerator<InputRec
 
 export const recordText = (record: InputRecord) => (record.bytes ? record.bytes.toString('utf8') : JSON.stringify(record.value ?? null));
 
-/** A record in its shape. Plain flat JSONL lines keep the byte reader (the ids are never JSON.parse'd). */
+/**
+ * A record in its shape. Plain flat JSONL lines keep the byte reader (the ids are never JSON.parse'd; the
+ * tokens are then a view into a buffer the next record reuses). `needMask`: the record must bring a mask.
+ */
 export function readRecord(record: InputRecord, format: ShapeName | undefined, needMask: boolean): { line: ShapedLine; value?: Record<string, unknown> } {
   if (record.error !== undefined) throw new ShapeError(record.error);
   if (record.bytes && (format === undefined || format === 'flat')) {
@@ -55,6 +59,32 @@ export function readRecord(record: InputRecord, format: ShapeName | undefined, n
 
 const TOKENS_KEY = Buffer.from('"tokens"');
 const UNICODE_ESCAPE = Buffer.from('\\u');
+
+/** The id of a record that could not be read, where it can still be found; else null. */
+export const recordId = (record: InputRecord): unknown => (record.value ? record.value.id ?? null : idOf(recordText(record)));
+
+/** One record of an input read in its shape, or why it could not be read. */
+export type ReadRecord =
+  | { number: number; line: ShapedLine; value?: Record<string, unknown>; error?: undefined }
+  | { number: number; error: string; id: unknown };
+
+/**
+ * Every record of `input`, in order, read in its shape (detected from its keys, or `format`). One bad record
+ * is yielded as its error and the others go on. A record's tokens are valid until the next one is asked for.
+ */
+export async function* readRollouts(input: string, format?: ShapeName, needMask = false): AsyncGenerator<ReadRecord> {
+  for await (const batch of readRecordBatches(input)) {
+    for (const record of batch) {
+      let read: ReadRecord;
+      try {
+        read = { number: record.number, ...readRecord(record, format, needMask) };
+      } catch (error) {
+        read = { number: record.number, error: errorMessage(error), id: recordId(record) };
+      }
+      yield read;
+    }
+  }
+}
 
 let idBuffer = new Uint32Array(1 << 16);
 /** A reused id buffer up to this size (16 MB) is kept between lines; a larger one only while lines need it. */

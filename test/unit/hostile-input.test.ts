@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { buildByteTable, checkGrammarFile, loadGrammar, loadTokenizer, Masker } from '../../src/index.ts';
 import { resolveGrammarPath } from '../../src/grammar/load.ts';
 import { optionSets } from '../../src/commands/args.ts';
-import { readOptions } from '../../src/io/rollout.ts';
+import { readOptions } from '../../src/io/shapes.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'tagmask-hostile-input-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
