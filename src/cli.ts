@@ -20,7 +20,8 @@ import { conformance } from './commands/conformance.ts';
 import { samples } from './commands/samples.ts';
 import { grammarCheck } from './commands/grammar-check.ts';
 import { detect } from './commands/detect.ts';
-import { out } from './commands/shared.ts';
+import { serveCommand } from './commands/serve.ts';
+import { log, out } from './commands/shared.ts';
 import { InputError, OutputClosed, OutputError, OutputPathError } from './io/jsonl.ts';
 import { GrammarError } from './grammar/load.ts';
 import { PACKAGE_ROOT } from './paths.ts';
@@ -28,7 +29,7 @@ import { PACKAGE_ROOT } from './paths.ts';
 type Command = CommandSpec;
 
 /** Every command, in the order `tagmask --help` lists them. */
-const COMMANDS: Command[] = [mask, check, merge, show, detect, conformance, samples, grammarCheck];
+const COMMANDS: Command[] = [mask, check, merge, show, detect, conformance, samples, grammarCheck, serveCommand];
 
 function version(): string {
   return (JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -88,9 +89,9 @@ main(process.argv.slice(2)).then(
     if (error instanceof OutputClosed) { process.exitCode = 0; return; }
     if (error instanceof UsageError) {
       const where = error.command ? `tagmask ${error.command}` : 'tagmask';
-      process.stderr.write(`${where}: ${error.message} (see ${where} --help)\n`);
-    } else if (error instanceof GrammarError || error instanceof OutputError || error instanceof OutputPathError || error instanceof InputError) process.stderr.write(`tagmask: ${error.message}\n`);
-    else process.stderr.write(`tagmask: ${(error as Error).message ?? String(error)}\n`);
+      log(`${where}: ${error.message} (see ${where} --help)`);
+    } else if (error instanceof GrammarError || error instanceof OutputError || error instanceof OutputPathError || error instanceof InputError) log(`tagmask: ${error.message}`);
+    else log(`tagmask: ${error instanceof Error ? error.message : String(error)}`);
     process.exitCode = 2;
   },
 );

@@ -12,7 +12,7 @@ import { ParquetRowWriter } from './io/parquet.ts';
 import { fileFormat } from './io/format.ts';
 import { actionRuns, auditPrepared, maskPrepared, prepareRollout, spansWithChars, tokenCharOffsets, weighted, type MaskFormat, type Prepared } from './io/prepare.ts';
 import { givenInStream, writeBackShaped, type ShapeName } from './io/shapes.ts';
-import { datumToJson, parseTrajectoryLine } from './io/trajectory.ts';
+import { datumJsonLine, datumRow, parseTrajectoryLine } from './io/trajectory.ts';
 import { auditExtension, trajectoryToData } from './merge.ts';
 import { formatDisagreement, formatFrame, formatSplit } from './report/text.ts';
 import type { ByteTable } from './tokenizer/table.ts';
@@ -232,11 +232,13 @@ export async function runMerge(input: string, output: string | undefined, table:
               : `no datum: all ${trajectory.transitions.length} transitions are empty (no observation and no action tokens)`);
           }
           // Every datum of this trajectory is made before any is written: a failure writes nothing half-done.
-          const rows = data.map((datum, index) => {
-            const { id: _, ...rest } = datumToJson(null, index, datum);
-            return rest;
-          });
-          for (const rest of rows) sink.write(idText, rest);
+          if (sink.json) {
+            const lines = data.map((datum, index) => datumJsonLine(idText, index, datum));
+            for (const text of lines) sink.json.write(text);
+          } else {
+            const rows = data.map((datum, index) => datumRow(index, datum));
+            for (const row of rows) sink.write(idText, row);
+          }
           trajectory.transitions.forEach((transition, k) => {
             if (transition.ob.length === 0 && transition.ac.tokens.length === 0) log(`${where}: trajectory ${idText} transitions[${k}] is empty (no observation, no action tokens): it adds nothing`);
           });

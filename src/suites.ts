@@ -15,6 +15,7 @@ import { BUNDLED_SAMPLES } from './paths.ts';
 import { MaskerPool } from './masker.ts';
 import { checkTrajectory, compareMasks, type DatumSeen, type RolloutVerdict, type Suite, type SuiteVerdict } from './conformance.ts';
 import { readJsonl } from './io/jsonl.ts';
+import { idText } from './io/lines.ts';
 import { readRollouts } from './io/records.ts';
 import { maskPrepared, prepareRollout } from './io/prepare.ts';
 import { givenInStream, readOptions } from './io/shapes.ts';
@@ -122,7 +123,7 @@ export async function proveSuite(suite: Suite, opened?: MaskerPool, html?: HtmlR
         for (const datum of seen) {
           const notes = checked.splits.map((split) => formatSplitNote(checked, split));
           html!.add(table, {
-            id: `${String(id)} datum ${datum.datum}`, tokens: datum.tokens, result: datum.result, group: `${suite.name} · merge (merge vs protocol)`, source: `${suite.trajectories}:${line.number}`,
+            id: `${idText(id)} datum ${datum.datum}`, tokens: datum.tokens, result: datum.result, group: `${suite.name} · merge (merge vs protocol)`, source: `${suite.trajectories}:${line.number}`,
             audit: { mask: datum.mask, frame: 'targets', disagreements: datum.disagreements, side: 'merge' }, notes,
           });
         }

@@ -20,15 +20,17 @@ export const grammarCheck: CommandSpec = {
     const errors = checked.issues.filter((issue) => issue.severity === 'error').length;
     const specs = args.list('tokenizer');
     let lintWarnings = 0;
+    let lintErrors = 0;
     if (checked.compiled && specs.length) {
       const tokenizers = await Promise.all(specs.map((spec) => loadTokenizer(spec)));
       for (const finding of await lintLiterals(checked.compiled.grammar, tokenizers)) {
         if (finding.severity === 'warning') lintWarnings++;
+        if (finding.severity === 'error') lintErrors++;
         out(formatFinding(checked.file, finding));
       }
     }
     const warnings = checked.issues.filter((issue) => issue.severity === 'warning').length + lintWarnings;
-    out(formatGrammarTotals(checked.file, errors, warnings));
-    return errors ? 1 : 0;
+    out(formatGrammarTotals(checked.file, errors + lintErrors, warnings));
+    return errors + lintErrors ? 1 : 0;
   },
 };

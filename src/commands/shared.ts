@@ -10,6 +10,7 @@ import type { RunSummary } from '../summary.ts';
 import { findSuites } from '../suites.ts';
 import type { Suite } from '../conformance.ts';
 import { resolveTokenizerPath } from '../tokenizer/load.ts';
+import { visibleText } from '../report/text.ts';
 import { SEVERITY, type DiagnosticCode, type Severity } from '../diagnostics.ts';
 
 // Flags several commands share.
@@ -32,7 +33,9 @@ export function diagnosticsFail(counts: Map<string, number>, failOn: string): bo
 }
 
 /** Messages for people (stderr) and results (stdout). */
-export const log = (line: string) => process.stderr.write(`${line}\n`);
+// What reaches the terminal shows control characters from the data (ids, token text, error messages quoting
+// input) as text instead of obeying them.
+export const log = (line: string) => process.stderr.write(`${visibleText(line)}\n`);
 export const out = (line: string) => process.stdout.write(`${line}\n`);
 
 

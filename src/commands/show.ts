@@ -3,7 +3,7 @@ import { optionSets, type CommandSpec } from './args.ts';
 import { announceStdin, useColor } from './terminal.ts';
 import { maskedRecords } from '../run.ts';
 import type { ShapeName } from '../io/shapes.ts';
-import { idJson, writable } from '../io/lines.ts';
+import { idJson, idText, writable } from '../io/lines.ts';
 import { JsonlWriter, OutputClosed, OutputError } from '../io/jsonl.ts';
 import { MaskerPool } from '../masker.ts';
 import { showRollout } from '../report/show.ts';
@@ -55,7 +55,7 @@ export const show: CommandSpec = {
       const { prepared: { rollout }, result } = item;
       try {
         idJson(rollout.id); // an id that cannot be written (nested too deeply) fails its line, as in mask
-        if (wanted !== undefined && String(rollout.id) !== wanted) continue;
+        if (wanted !== undefined && idText(rollout.id) !== wanted) continue;
         if (html) html.add(pool.tokenizer.table, { id: rollout.id, tokens: rollout.tokens, result, source: `${where}:${item.number}` });
         else writer!.write(`${showRollout(pool.tokenizer.table, rollout.id, rollout.tokens, result, color)}\n\n`);
         for (const diagnostic of result.diagnostics) diagnostics.set(diagnostic.code, (diagnostics.get(diagnostic.code) ?? 0) + 1);

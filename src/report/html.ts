@@ -19,6 +19,7 @@ import type { Disagreement, DisagreementClass, Direction, Frame } from '../confo
 import { KNOWN, SPECIAL, pieceOf, type ByteTable } from '../tokenizer/table.ts';
 import { PAGE_SCRIPT, PAGE_STYLE } from './html-page.ts';
 import { JsonlWriter } from '../io/jsonl.ts';
+import { idText } from '../io/lines.ts';
 
 export interface HtmlRollout {
   id: unknown;
@@ -107,7 +108,7 @@ export class HtmlReport {
     const summary = this.summary;
     summary.rollouts++;
     if (rollout.error !== undefined) summary.failed++;
-    const item: Record<string, unknown> = { i: rollout.id === undefined || rollout.id === null ? '' : String(rollout.id) };
+    const item: Record<string, unknown> = { i: rollout.id === undefined || rollout.id === null ? '' : idText(rollout.id) };
     if (rollout.group !== undefined) item.g = this.indexOf(this.groups, this.groupIndex, rollout.group);
     if (rollout.source !== undefined) item.src = rollout.source;
     item.t = this.encodeTokens(table, rollout.tokens);

@@ -340,3 +340,63 @@ describe.concurrent('inputs that are not what their names say', { timeout: 60_00
     expect(shell.stderr).toMatch(/\/dev\/fd\/\d+ is a pipe, which can be read only once/);
   });
 });
+
+describe('what reaches a terminal is shown, never obeyed (issue 20 items 12 and 14)', { timeout: 60_000 }, () => {
+  const HOSTILE = '\u001b]0;pwned\u0007\u001b[2J\u001b[32m«fake action»\r\u009b31m\u202e';
+  const line = JSON.parse(good);
+  let tokens: number[] = [];
+  const hostileLine = async (id: unknown, extra: Record<string, unknown> = {}) => {
+    if (!tokens.length) {
+      const { loadTokenizer } = await import('../../src/tokenizer/load.ts');
+      const qwen = await loadTokenizer(QWEN);
+      // Spliced into the user's prompt (observation): the prompt end is still found by the assistant header.
+      tokens = [...line.tokens.slice(0, 3), ...qwen.encode(HOSTILE), ...line.tokens.slice(3)];
+    }
+    return JSON.stringify({ id, tokens, ...extra });
+  };
+  const ownCodes = /\u001b\[(?:32|2|41;97|0|1)m/g;
+
+  it('show: escapes and controls in token text and ids are written out as \\uXXXX; without colour « » in the text are too', async () => {
+    const input = file('escapes.jsonl', `${await hostileLine('id\u001b[2J\nforged')}\n`);
+    const plain = await tagmask(['show', ...MASK.slice(1), '--no-color', input]);
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(plain.stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202e]/);
+    expect(plain.stdout).toContain('\\u001b]0;pwned\\u0007\\u001b[2J\\u001b[32m\\u00abfake action\\u00bb\\u000d\\u009b31m\\u202e');
+    const action = line.mask.reduce((sum: number, bit: number) => sum + bit, 0); // the sample's construction mask
+    expect(plain.stdout.split('\n')[0]).toMatch(new RegExp(`^id\\\\u001b\\[2J\\\\u000aforged: ${tokens.length} tokens, ${action} action \\(${(100 * action / tokens.length).toFixed(1)}%\\), \\d+ spans$`));
+    // Every marker on the screen is tagmask's: as many « as », each pair around action text the rollout has.
+    expect(plain.stdout.match(/«/g)).toHaveLength(plain.stdout.match(/»/g)!.length);
+    expect(plain.stdout).not.toContain('«fake');
+    const coloured = await tagmask(['show', ...MASK.slice(1), '--color', input]);
+    expect(coloured.code, coloured.stderr).toBe(0);
+    // The only escape sequences are tagmask's own colours.
+    expect(coloured.stdout.replace(ownCodes, '')).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202e]/);
+  });
+
+  it('check: an id with escapes is shown escaped on stderr, its JSON line keeps it exactly', async () => {
+    const id = 'r\u001b]0;title\u0007';
+    const mask = line.tokens.map(() => 1); // disagrees: trains on the prompt
+    const input = file('escapes-check.jsonl', `${await hostileLine(id, { mask: [...mask, ...Array(tokens.length - line.tokens.length).fill(1)] })}\n`);
+    const run = await tagmask(['check', ...MASK.slice(1), input]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
+    expect(run.stderr).toContain('r\\u001b]0;title\\u0007: mask-mismatch');
+    expect(jsonLines(run.stdout).map((verdict) => verdict.id)).toEqual([id]);
+  });
+
+  it('an id with its own toString or valueOf is data: one verdict line per rollout, counted once, and --html writes the page', async () => {
+    const ids: unknown[] = [{ toString: 1 }, { toString: 'x', valueOf: 2 }, { constructor: null }];
+    const lines = ids.map((id) => JSON.stringify({ ...line, id, mask: line.tokens.map(() => 1) }));
+    const page = join(folder('tostring'), 'page.html');
+    const run = await tagmask(['check', ...MASK.slice(1), file('tostring.jsonl', `${lines.join('\n')}\n`), '--html', page]);
+    expect(run.code).toBe(1);
+    expect(jsonLines(run.stdout).map((verdict) => verdict.id)).toEqual(ids);
+    expect(jsonLines(run.stdout).every((verdict) => verdict.agree === false)).toBe(true);
+    expect(run.stderr).toMatch(/3 rollouts masked .*0 agree, 3 disagree/);
+    expect(run.stderr).toContain('{"toString":1}: mask-mismatch');
+    expect(readFileSync(page, 'utf8')).toMatch(/^<!doctype html>/i);
+    const shown = await tagmask(['show', ...MASK.slice(1), '--no-color', file('tostring-show.jsonl', `${lines.join('\n')}\n`), '--id', '{"toString":"x","valueOf":2}']);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout.split('\n')[0]).toMatch(/^\{"toString":"x","valueOf":2\}: \d+ tokens/);
+  });
+});

@@ -55,7 +55,7 @@ describe('tutorial 404 through the masker', () => {
     const masksOf = (id: string) => {
       const { trajectory } = parseTrajectoryLine(lines.find((line) => line.id === id), id);
       return trajectoryToData(trajectory).map((datum) => {
-        const stream = datum.tokens.concat(datum.target_tokens.slice(-1));
+        const stream = datum.sequence;
         // Target space: mask[i] belongs to tokens[i + 1].
         return Array.from(masker.mask(stream, { promptLength: datum.firstObservationLength }).mask.subarray(1));
       });

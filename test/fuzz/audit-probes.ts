@@ -366,6 +366,26 @@ await probe('h20-11 missing .jsonl.gz and a folder so named: exit 2 with a messa
   const ok = a.code === 2 && /missing\.jsonl\.gz/.test(a.stderr) && !/Unhandled/.test(a.stderr) && b.code === 2 && /is a folder/.test(b.stderr);
   return [ok, `missing: exit ${a.code} ${a.stderr.trim().slice(0, 120)}; folder: exit ${b.code} ${b.stderr.trim().slice(0, 120)}`];
 });
+await probe('h20-12 show/check: ESC/OSC in token text and ids never reach the terminal raw; « » in text cannot forge markers', async () => {
+  const qwen = await loadTokenizer(QWEN);
+  const hostile = '\u001b]0;pwned\u0007\u001b[2J\u001b[32m«forged»\u001b[0m';
+  const tokens = [...goodObj.tokens.slice(0, 3), ...qwen.encode(hostile), ...goodObj.tokens.slice(3)];
+  const input = file('h20-12.jsonl', `${JSON.stringify({ id: 'x\u001b]0;id\u0007', tokens, mask: tokens.map(() => 1) })}\n`);
+  const shown = run(['show', '--grammar', 'search-r1', '--tokenizer', QWEN, '--no-color', input]);
+  const checked = run(check([input]));
+  const raw = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+  const forged = shown.stdout.includes('«forged»');
+  const ok = !raw.test(shown.stdout) && !raw.test(shown.stderr) && !raw.test(checked.stderr) && !forged;
+  return [ok, `show stdout raw controls ${raw.test(shown.stdout)}, forged marker ${forged}, check stderr raw controls ${raw.test(checked.stderr)}`];
+});
+await probe('h20-14 an id with its own toString: one verdict per rollout, --html written', () => {
+  const lines = [{ toString: 1 }, { toString: 'x', valueOf: 2 }].map((id) => JSON.stringify({ ...goodObj, id, mask: goodObj.tokens.map(() => 1) }));
+  const page = join(dir, 'h20-14.html');
+  const r = run(check([file('h20-14.jsonl', lines.join('\n')), '--html', page]));
+  const verdicts = jsonl(r.stdout);
+  const ok = r.code === 1 && verdicts.length === 2 && /0 agree, 2 disagree/.test(r.stderr) && existsSync(page);
+  return [ok, `exit ${r.code}, ${verdicts.length} verdict lines, page ${existsSync(page)}; ${r.stderr.split('\n').filter((l) => /agree/.test(l)).join(' ')}`];
+});
 // Issue 20, the Parquet and file-format parts (items 5, 10, 13, 17, 19).
 const isPar1 = (path: string) => { const b = readFileSync(path); return b.length > 8 && b.subarray(0, 4).toString() === 'PAR1' && b.subarray(-4).toString() === 'PAR1'; };
 await probe('h20-19a merge -o x.parquet writes Parquet', () => {

