@@ -11,11 +11,13 @@ import { familyTokenizer, tokenizeFamilyCase } from '../../samples/build/family-
 import { harmonyCases, HARMONY_TARGETS } from '../../samples/build/harmony.ts';
 import { deepseekCases, DEEPSEEK_TARGETS } from '../../samples/build/deepseek.ts';
 import { qwen35Cases, QWEN3_5_TARGETS } from '../../samples/build/qwen3_5.ts';
+import { roleColonCases, ROLE_COLON_TARGETS } from '../../samples/build/role-colon.ts';
 
 const TARGETS = [
   ...HARMONY_TARGETS.map((target) => ({ target, cases: () => harmonyCases(target.tokenizer === 'gptoss') })),
   ...DEEPSEEK_TARGETS.map((target) => ({ target, cases: () => deepseekCases(target.tokenizer === 'deepseek') })),
   ...QWEN3_5_TARGETS.map((target) => ({ target, cases: qwen35Cases })),
+  ...ROLE_COLON_TARGETS.map((target) => ({ target, cases: roleColonCases })),
 ];
 
 const lines = (folder: string, file: string) => readFileSync(path.join(SAMPLES_DIR, folder, file), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
@@ -67,6 +69,13 @@ describe.each(TARGETS)('samples/$target.folder', ({ target, cases }) => {
         expect(ids).toBe(texts - 1);
       });
     }
+  } else if (target.grammar === 'role_colon') {
+    it('role_colon: every sampled turn but a cut or EOS-ended one ends with the stop string; replies end with the generation prompt', () => {
+      for (const b of built) {
+        for (const s of b.segments.filter((segment) => segment.kind === 'action').slice(0, -1)) expect(s.text.endsWith('\n\nUser:'), b.chatCase.id).toBe(true);
+        for (const s of b.segments.filter((segment) => segment.kind === 'observation')) expect(s.text).toMatch(/^ [^]*\n\nAssistant:$/);
+      }
+    });
   } else if (target.grammar === 'qwen3_5') {
     it('Qwen3.5: every reply opens a turn after the sampled <|im_end|> and ends with the generation prompt and its prefill', () => {
       for (const b of built) {
