@@ -5,19 +5,20 @@
  */
 import type { MaskResult } from './masker.ts';
 import type { Frame } from './conformance.ts';
-import { inputIsStream, JsonlWriter, OutputClosed, OutputError, readJsonlBatches } from './io/jsonl.ts';
+import { inputIsStream, JsonlWriter, OutputClosed, OutputError } from './io/jsonl.ts';
 import { readRecord, readRecordBatches, readRollouts, recordId, recordText } from './io/records.ts';
 import { errorLine, idJson, idOf, errorMessage, writable, writeMaskLine } from './io/lines.ts';
 import { parquetColumns, ParquetRowWriter, ParquetValueError, type DeclaredColumn } from './io/parquet.ts';
 import { jsonText } from './io/json.ts';
 import { fileFormat } from './io/format.ts';
 import { actionRuns, auditPrepared, maskPrepared, prepareRollout, spansWithChars, tokenCharOffsets, weighted, type MaskFormat, type Prepared } from './io/prepare.ts';
-import { givenInStream, writeBackShaped, type ShapedLine, type ShapeName } from './io/shapes.ts';
+import { givenInStream, writeBackShaped, type ShapeName } from './io/shapes.ts';
 import { datumJsonLine, datumRow, parseTrajectoryLine } from './io/trajectory.ts';
 import { auditExtension, trajectoryToData } from './merge.ts';
 import { formatDisagreement, formatFrame, formatSplit } from './report/text.ts';
 import type { ByteTable } from './tokenizer/table.ts';
-import type { MaskerPool } from './suites.ts';
+import type { MaskerPool } from './masker.ts';
+import { newSummary, record, type Mode, type RunSummary } from './summary.ts';
 import type { HtmlReport } from './report/html.ts';
 
 /** What `runRollouts` reports progress to (the CLI's terminal line): bytes read, rollouts and tokens so far. */
@@ -26,31 +27,6 @@ export interface Progress {
   done(): void;
 }
 
-export interface RunSummary {
-  rollouts: number;
-  failed: number;
-  tokens: number;
-  actionTokens: number;
-  diagnostics: Map<string, number>;
-  disagreeing: number;
-  /** check: disagreeing runs by direction ("trains on environment text", "leaves model tokens untrained"). */
-  directions: Map<string, number>;
-  /** check: masks one shorter than their tokens, read in target space. */
-  targetFrame: number;
-}
-
-function newSummary(): RunSummary {
-  return { rollouts: 0, failed: 0, tokens: 0, actionTokens: 0, diagnostics: new Map(), disagreeing: 0, directions: new Map(), targetFrame: 0 };
-}
-
-function record(summary: RunSummary, result: MaskResult) {
-  summary.rollouts++;
-  summary.tokens += result.mask.length;
-  for (const span of result.spans) if (span.role === 'action') summary.actionTokens += span.end - span.start;
-  for (const item of result.diagnostics) summary.diagnostics.set(item.code, (summary.diagnostics.get(item.code) ?? 0) + 1);
-}
-
-export type Mode = 'mask' | 'check';
 
 /** Output options of `mask` (check writes verdicts): see the CLI's flags of the same names. */
 export interface OutputOptions {
