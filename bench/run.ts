@@ -18,7 +18,8 @@
  *   D. the CLI's stages timed in one child process (bench/stages.ts), headline corpus only;
  *   E. the merge against tinker-cookbook's own trajectory_to_data in a Python child (bench/merge.ts; skipped
  *      with a message unless TINKER_COOKBOOK names a checkout of it);
- *   F. `{messages}` input against the same rollouts as ids, CLI end to end (bench/messages.ts).
+ *   F. `{messages}` input against the same rollouts as ids, CLI end to end (bench/messages.ts);
+ *   G. a cold first use (empty byte-table cache) against a warm one, CLI on one rollout (bench/cold.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -34,6 +35,7 @@ import { buildRealisticCorpus, type RealisticInfo } from './realistic.ts';
 import { checkCliOutput, writeCorpusJsonl } from './jsonl.ts';
 import { describeMerge, mergeBench, type MergeOutcome } from './merge.ts';
 import { describeMessages, messagesBench, type MessagesResult } from './messages.ts';
+import { coldBench, describeCold } from './cold.ts';
 import { fmt, interleave, median, now, table, type Timed } from './timing.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -59,6 +61,8 @@ const config = {
   stages: !has('--skip-stages'),
   merge: !has('--skip-merge'),
   messages: !has('--skip-messages'),
+  cold: !has('--skip-cold'),
+  coldRounds: Number(value('--cold-rounds', quick ? '2' : '3')),
   /** Conversations in the messages-vs-ids files, and paired CLI rounds. */
   conversations: Number(value('--conversations', quick ? '200' : '500')),
   messagesRounds: Number(value('--messages-rounds', quick ? '2' : '3')),
@@ -507,6 +511,14 @@ async function main() {
     messages = await messagesBench({ conversations: config.conversations, rounds: config.messagesRounds, workDir: config.workDir });
     log(describeMessages(messages));
     results.messages = messages;
+  }
+
+  // G: a cold first use against a warm one.
+  if (config.cold) {
+    log(`\ncold start: ${config.coldRounds} paired rounds per tokenizer …`);
+    const cold = coldBench({ rounds: config.coldRounds, workDir: config.workDir });
+    log(describeCold(cold));
+    results.cold = cold;
   }
 
   // Headline: the first corpus (realistic unless --corpus says otherwise).

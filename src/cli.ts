@@ -26,7 +26,7 @@ import { checkGrammarFile, GrammarError, resolveGrammarPath } from './grammar/lo
 import { formatFinding, formatGrammarTotals, formatIssue, formatRunSummary, formatSuite, visibleText } from './report/text.ts';
 import { conformanceRecords } from './report/json.ts';
 import { lintLiterals } from './grammar/lint.ts';
-import { loadTokenizer, resolveTokenizerPath } from './tokenizer/load.ts';
+import { loadTokenizer, onTableBuild, resolveTokenizerPath } from './tokenizer/load.ts';
 import { SEVERITY, type DiagnosticCode, type Severity } from './diagnostics.ts';
 import { PACKAGE_ROOT } from './paths.ts';
 import { formatBytes, HtmlReport, openHtmlOutput, writeHtmlReport } from './report/html.ts';
@@ -398,6 +398,8 @@ async function main(argv: string[]): Promise<number> {
   }
   const { command, rest } = findCommand(argv);
   const args: Args = parseCommand(command, rest);
+  // A cold first use of a tokenizer says what it does, on a terminal (steps overwrite each other there).
+  if (process.stderr.isTTY) onTableBuild((line, progress) => process.stderr.write(progress ? `\r\u001b[Ktagmask: ${visibleText(line)}` : `\r\u001b[Ktagmask: ${visibleText(line)}\n`));
   if (args.boolean('help')) { process.stdout.write(commandHelp(command)); return 0; }
   try {
     return await command.run(args);
