@@ -20,7 +20,8 @@ export type Family = 'rollout' | 'transition' | 'grammar' | 'lint' | 'conformanc
 
 /** Why a reply's declaration is not a reply tagmask can recognise (code `reply-shape`). */
 export type ReplyShapeRule = 'text-and-envelope' | 'neither' | 'envelope-without-open' | 'close-or-ends-before'
-  | 'optional-without-close' | 'repeats-without-envelope' | 'reopens-without-envelope' | 'interrupt-not-text' | 'ends-before-not-model';
+  | 'optional-without-close' | 'repeats-without-envelope' | 'reopens-without-envelope' | 'interrupt-not-text' | 'ends-before-not-model'
+  | 'open-without-overlap';
 
 /** How two literals collide (code `literal-overlap`). */
 export type OverlapRule = 'same' | 'contains' | 'begins-alike' | 'interrupts-alike' | 'interrupt-overlaps';
@@ -94,6 +95,7 @@ const REPLY_SHAPE: Record<ReplyShapeRule, string> = {
   'reopens-without-envelope': 'only an envelope with "open" and "close" can hold its own open',
   'interrupt-not-text': 'only a fixed "text" can interrupt a turn: an envelope is found only after a handover',
   'ends-before-not-model': 'must be a tag or marker the model writes, since the reply ends where the model starts it',
+  'open-without-overlap': 'a reply after a handover with "overlap" must open with that overlap: it is looked for from the overlap\'s first byte',
 };
 
 export const CODES = {

@@ -9,9 +9,9 @@
  * the user has it installed (an optional peer dependency).
  *
  * The mask only needs the byte table, so the table is cached on disk keyed by the files' content: a warm run
- * reads and hashes tokenizer.json but neither parses it nor loads the engine. Building the engine costs ~0.5–1.5 s on a large
- * vocabulary, so it is built on first use of encode/decode/applyChatTemplate (and on a cold cache, where
- * it also rejects a file it cannot read before anything else happens).
+ * reads and hashes tokenizer.json but neither parses it nor loads the engine; a cold one parses it and builds
+ * the table, saying so where `onTableBuild` is set. Building the engine costs ~0.5–1.5 s on a large vocabulary,
+ * so it is built on first use of encode/decode/applyChatTemplate only, warm cache or cold.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -67,6 +67,8 @@ export interface LoadedTokenizer {
   encode(text: string, options?: EncodeOptions): number[];
   decode(ids: ArrayLike<number>, options?: DecodeOptions): string;
   applyChatTemplate(messages: ChatMessage[], options?: ChatTemplateOptions): ChatRendering;
+  /** The rendered template only (applyChatTemplate's `text`), for callers that do not need its ids. */
+  renderChatTemplate(messages: ChatMessage[], options?: ChatTemplateOptions): string;
   /**
    * The same files as a `@huggingface/transformers` tokenizer, the reference implementation. transformers is an
    * optional peer dependency: this rejects, saying what to install, where it is not installed.
@@ -299,6 +301,11 @@ class Engine {
   }
 
   applyChatTemplate(messages: ChatMessage[], options: ChatTemplateOptions = {}): ChatRendering {
+    const text = this.renderChatTemplate(messages, options);
+    return { text, ids: this.encode(text) };
+  }
+
+  renderChatTemplate(messages: ChatMessage[], options: ChatTemplateOptions = {}): string {
     const { tools = null, documents = null, addGenerationPrompt = false, chatTemplate: _chosen, ...variables } = options;
     const { source, origin } = this.templateSource(options);
     let template = this.templates.get(source);
@@ -311,9 +318,18 @@ class Engine {
       }
       this.templates.set(source, template);
     }
-    const text = renderBounded(jinjaModule, template, origin, { messages, add_generation_prompt: addGenerationPrompt, tools, documents, ...this.variables, ...variables });
-    return { text, ids: this.encode(text) };
+    return renderBounded(jinjaModule, template, origin, { messages, add_generation_prompt: addGenerationPrompt, tools, documents, ...this.variables, ...variables });
   }
+}
+
+/**
+ * Where a cold first use says what it does (building a tokenizer's byte table takes a moment on a large
+ * vocabulary). `progress` lines are steps a terminal may overwrite; the others are meant to stay. The CLI sets
+ * this to write to stderr; a library user may too. Off by default.
+ */
+let tableLog: ((line: string, progress: boolean) => void) | undefined;
+export function onTableBuild(log: ((line: string, progress: boolean) => void) | undefined): void {
+  tableLog = log;
 }
 
 export async function loadTokenizer(spec: string, from?: string): Promise<LoadedTokenizer> {
@@ -342,14 +358,20 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
   // The cache is used only if it was built from these very bytes, is itself intact, and is the user's own.
   let table = cacheFile ? readCachedTable(cacheFile, source) : undefined;
   if (!table) {
-    // Building the engine first means a file it cannot read is rejected here, with its message.
-    engine();
+    // Only the table: the engine (encode, chat templates) is built where it is used, as on a warm cache.
+    const started = Date.now();
+    const say = tableLog;
+    say?.(`${path}: first use, building its byte table${cacheFile ? ` (cached in ${dirname(cacheFile)})` : ''} …`, false);
     try {
-      table = buildByteTable(parse());
+      say?.(`${path}: reading tokenizer.json …`, true);
+      const json = parse();
+      say?.(`${path}: building the byte table …`, true);
+      table = buildByteTable(json);
     } catch (error) {
       throw new Error(`${path}: ${(error as Error).message}`);
     }
     if (cacheFile) writeCachedTable(cacheFile, table, source);
+    say?.(`${path}: byte table of ${table.size} ids built in ${((Date.now() - started) / 1000).toFixed(1)} s`, false);
   }
   return {
     path,
@@ -357,6 +379,7 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
     encode: (text, options) => engine().encode(text, options),
     decode: (ids, options) => engine().decode(ids, options),
     applyChatTemplate: (messages, options) => engine().applyChatTemplate(messages, options),
+    renderChatTemplate: (messages, options) => engine().renderChatTemplate(messages, options),
     transformers: () => (reference ??= buildTransformersTokenizer(parse(), readConfig(path), path)),
   };
 }
