@@ -45,7 +45,10 @@ class MaskBatch:
 
 
 def mask_shards(input_dir, output_dir, grammar, tokenizer, options=None, format=None, workers=2, batch_size=256):
-    """Mask every Parquet shard under `input_dir` into Parquet files under `output_dir` (Ray must be initialized)."""
+    """Mask every Parquet shard under `input_dir` into Parquet files under `output_dir` (Ray must be initialized).
+
+    `workers` Masker actors take a CPU each: Ray needs at least one CPU more for the read and write tasks.
+    """
     # The CLI is found here, on the driver, and handed to the workers (which may run in other folders).
     cli = tagmask.find_cli()
     tokenizer = os.path.abspath(tokenizer) if os.path.exists(tokenizer) else tokenizer

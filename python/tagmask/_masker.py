@@ -247,7 +247,7 @@ class Masker:
 def _with_prompt_lengths(rollouts, prompt_length):
     single = _is_single(rollouts)
     items = [rollouts] if single else list(rollouts)
-    lengths = [prompt_length] * len(items) if isinstance(prompt_length, int) else list(prompt_length)
+    lengths = [int(prompt_length)] * len(items) if _is_id(prompt_length) else [int(length) for length in prompt_length]
     if len(lengths) != len(items):
         raise TagmaskError(f"prompt_length has {len(lengths)} entries for {len(items)} rollouts")
     out = []
