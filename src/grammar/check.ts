@@ -155,6 +155,7 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
     handover.replies.forEach((reply, replyIndex) => {
       referenced.add(reply);
       if (!Object.hasOwn(grammar.replies, reply)) add('unknown-reply', `${path}.replies[${replyIndex}]`, { name: reply, known: Object.keys(grammar.replies) });
+      else if (handover.overlap !== undefined && !grammar.replies[reply].open?.startsWith(handover.overlap)) add('reply-shape', `${path}.replies[${replyIndex}]`, { rule: 'open-without-overlap' });
     });
   });
 
@@ -187,6 +188,7 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
   }
 
   const optionUses: Array<[string | undefined, string]> = [[grammar.prompt.optional_when, 'prompt.optional_when'],
+    ...grammar.handovers.map((handover, index): [string | undefined, string] => [handover.overlap_when, `handovers[${index}].overlap_when`]),
     ...grammar.prompt.then_optional_when.map((option, index): [string | undefined, string] => [option, `prompt.then_optional[${index}]`]),
     ...grammar.prompt.then_optional_rules.map((rule, index): [string | undefined, string] => [rule.unless, `prompt.then_optional[${index}].unless`]),
     ...Object.entries(grammar.replies).flatMap(([name, reply]): Array<[string | undefined, string]> => [

@@ -54,7 +54,13 @@ export interface ReplyInfo {
 
 /** The replies a handover allows, tried in order (whether the episode may end there is the machine's), and
  * the headers the model may sample right after it to go on (`model_continues`). */
-export interface HandoverInfo { replies: number[]; modelContinues: string[] }
+export interface HandoverInfo {
+  replies: number[];
+  modelContinues: string[];
+  /** The stop string's part that also opens the next reply, and the option that gives it to that reply. */
+  overlap?: string;
+  overlapWhen?: string;
+}
 
 export interface CompiledGrammar {
   grammar: Grammar;
@@ -193,6 +199,8 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
   const handovers: HandoverInfo[] = grammar.handovers.map((handover) => ({
     replies: handover.replies.map((name) => replyIndex.get(name)!),
     modelContinues: handover.model_continues,
+    overlap: handover.overlap,
+    overlapWhen: handover.overlap_when,
   }));
 
   const others = modelLiterals(grammar).map((item) => item.literal);

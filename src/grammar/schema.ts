@@ -81,6 +81,16 @@ export interface HandoverSpec {
   /** Headers the model samples itself right after this literal to go on with its turn (gpt-oss writes
    * `<|start|>assistant` after `<|end|>`): action, no diagnostic. Tried before the replies. */
   model_continues: string[];
+  /**
+   * The stop string's last part that is also the next reply's opening (`User:` of `\n\nUser:`, all of GLM's
+   * `<|user|>`): the model samples it to stop, and the template writes it as the next turn's header. Each listed
+   * reply's `open` begins with it; the replies are looked for from its first byte. It stays the model's (action)
+   * unless `overlap_when`'s option is 1 and a reply follows: then it is that reply's (a conversation rendered
+   * whole, where only the last turn's stop string was sampled, as tinker-cookbook's `stop_overlap` trains it).
+   */
+  overlap?: string;
+  /** The option under which the overlap is the following reply's. */
+  overlap_when?: string;
 }
 
 export interface ReplySpec {
@@ -280,16 +290,21 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
   else ((value.handovers ?? []) as Json[]).forEach((spec, index) => {
     const path = `handovers[${index}]`;
     if (!isObject(spec)) { issue(path, 'expected {"after" | "after_tag", "replies", "ends_episode"?}'); return; }
-    unknownKeys(spec, ['after', 'after_tag', 'replies', 'ends_episode', 'model_stops', 'model_continues'], path);
+    unknownKeys(spec, ['after', 'after_tag', 'replies', 'ends_episode', 'model_stops', 'model_continues', 'overlap', 'overlap_when'], path);
     const after = string(spec, 'after', path, false);
     const afterTag = string(spec, 'after_tag', path, false);
     if ((after === undefined) === (afterTag === undefined)) issue(path, 'give exactly one of "after" (a literal) and "after_tag" (a tag\'s close)');
     for (const flag of ['ends_episode', 'model_stops']) {
       if (spec[flag] !== undefined && typeof spec[flag] !== 'boolean') issue(`${path}.${flag}`, 'expected true or false');
     }
+    const overlap = string(spec, 'overlap', path, false);
+    if (overlap !== undefined && (after === undefined || !after.endsWith(overlap))) issue(`${path}.overlap`, 'expected the last part of "after" (the stop string\'s part that opens the next reply)');
+    const overlapWhen = spec.overlap_when;
+    if (overlapWhen !== undefined && (typeof overlapWhen !== 'string' || !/^\$\w+$/.test(overlapWhen) || overlap === undefined)) issue(`${path}.overlap_when`, 'expected "$option", with "overlap"');
     handovers.push({
       after, after_tag: afterTag, replies: strings(spec, 'replies', path), ends_episode: spec.ends_episode === true, model_stops: spec.model_stops === true,
       model_continues: strings(spec, 'model_continues', path),
+      overlap, overlap_when: typeof overlapWhen === 'string' && overlap !== undefined ? overlapWhen.slice(1) : undefined,
     });
   });
 

@@ -48,6 +48,8 @@ export interface GrammarTables {
    * `<｜tool▁calls▁end｜>`), so the model's automaton hears it again and its own handover follows.
    */
   modelContinuesHandsOver: boolean[][];
+  /** Per handover: the byte length of its `overlap` in the scanner's bytes (0: none). */
+  overlapLength: Int32Array;
   /**
    * Per automaton, per id: 1 when the token is known and none of its bytes can start a literal, so the
    * scanner may pass it with one lookup. Unknown ids read 0 (or undefined past the end): the scanner
@@ -68,6 +70,8 @@ export interface Bound extends GrammarTables {
   options: OptionValues;
   /** Per reply: its token budget, 0 for none. */
   budgets: Int32Array;
+  /** Per handover: is its overlap the following reply's (option `overlap_when` is 1)? */
+  overlapToReply: boolean[];
   /** Is each optional text after the prompt's end (or a header) / after each reply's close switched on? */
   promptOptionalOn: boolean[];
   replyOptionalOn: boolean[][];
@@ -114,6 +118,7 @@ function buildTables(grammar: CompiledGrammar, table: ByteTable): GrammarTables 
     headers: grammar.headers.map(encode),
     modelContinues: grammar.handovers.map((handover) => handover.modelContinues.map(encode)),
     modelContinuesHandsOver: grammar.grammar.handovers.map((handover) => handover.model_continues.map((literal) => grammar.grammar.handovers.some((other) => other.after === literal))),
+    overlapLength: Int32Array.from(grammar.handovers, (handover) => (handover.overlap === undefined ? 0 : encode(handover.overlap).length)),
   };
   const { size, pieces, offsets, flags } = view.table;
   // Which automata can each token's bytes start? One pass over all pieces per 32 automata (a bit each).
@@ -182,10 +187,11 @@ export function bind(grammar: CompiledGrammar, table: ByteTable, overrides: Opti
   const onUnless = (option: string | undefined, rule: OptionalRule) => on(option) && (rule.unless === undefined || options[rule.unless] !== 1);
   // Every field spelled out, in one order (no spread): each Bound gets the same hidden class, so the scanner's
   // property loads stay monomorphic across option sets (a spread made each new binding's first scans slow).
-  const { scan, dfas, replyOpen, replyText, closeOptional, promptOptional, closeOptionalCheck, promptOptionalCheck, headers, modelContinues, modelContinuesHandsOver, skip, memo, isPadding } = tables;
+  const { scan, dfas, replyOpen, replyText, closeOptional, promptOptional, closeOptionalCheck, promptOptionalCheck, headers, modelContinues, modelContinuesHandsOver, overlapLength, skip, memo, isPadding } = tables;
   return {
-    grammar, table, scan, dfas, replyOpen, replyText, closeOptional, promptOptional, closeOptionalCheck, promptOptionalCheck, headers, modelContinues, modelContinuesHandsOver, skip, memo, isPadding,
+    grammar, table, scan, dfas, replyOpen, replyText, closeOptional, promptOptional, closeOptionalCheck, promptOptionalCheck, headers, modelContinues, modelContinuesHandsOver, overlapLength, skip, memo, isPadding,
     options, budgets, stateMask, straddleMask: options.straddle ?? 0,
+    overlapToReply: grammar.handovers.map((handover) => handover.overlapWhen !== undefined && options[handover.overlapWhen] === 1),
     promptOptionalOn: grammar.promptOptionalWhen.map((option, i) => onUnless(option, grammar.promptOptionalRules[i])),
     replyOptionalOn: grammar.replies.map((reply) => reply.closeOptionalWhen.map((option, i) => onUnless(option, reply.closeOptionalRules[i]))),
   };

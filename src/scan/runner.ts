@@ -140,14 +140,22 @@ function atHandover(c: Cursor, info: StateInfo): boolean {
       return true;
     }
   }
+  // A stop string whose last part opens the next reply (`\n\nUser:`, GLM's `<|user|>`): the replies are looked
+  // for from that part's first byte; it is the reply's only where the option says so, else the model's.
+  let fromToken = token;
+  let fromOffset = offset;
+  const overlap = c.bound.overlapLength[info.handover];
+  if (overlap > 0 && retreat(c, token, offset, overlap)) { fromToken = c.atToken; fromOffset = c.atOffset; }
   let reply = -1;
   for (const r of handovers[info.handover].replies) {
-    if (matchForward(c, c.padStart, token, offset, replyOpen[r] ?? replyText[r]!)) { reply = r; break; }
+    if (matchForward(c, c.padStart, fromToken, fromOffset, replyOpen[r] ?? replyText[r]!)) { reply = r; break; }
   }
   if (reply >= 0) {
     const endToken = c.atToken;
     const endOffset = c.atOffset;
-    enter(c, fire(c, replies[reply].event, token), token, offset);
+    const replyToken = c.bound.overlapToReply[info.handover] ? fromToken : token;
+    const replyOffset = c.bound.overlapToReply[info.handover] ? fromOffset : offset;
+    enter(c, fire(c, replies[reply].event, replyToken), replyToken, replyOffset);
     c.replyStart = token;
     c.moveTo(endToken, endOffset);
     // A fixed text is the whole reply; an envelope goes on until its close.

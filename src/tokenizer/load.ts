@@ -67,6 +67,8 @@ export interface LoadedTokenizer {
   encode(text: string, options?: EncodeOptions): number[];
   decode(ids: ArrayLike<number>, options?: DecodeOptions): string;
   applyChatTemplate(messages: ChatMessage[], options?: ChatTemplateOptions): ChatRendering;
+  /** The rendered template only (applyChatTemplate's `text`), for callers that do not need its ids. */
+  renderChatTemplate(messages: ChatMessage[], options?: ChatTemplateOptions): string;
   /**
    * The same files as a `@huggingface/transformers` tokenizer, the reference implementation. transformers is an
    * optional peer dependency: this rejects, saying what to install, where it is not installed.
@@ -199,6 +201,11 @@ class Engine {
   }
 
   applyChatTemplate(messages: ChatMessage[], options: ChatTemplateOptions = {}): ChatRendering {
+    const text = this.renderChatTemplate(messages, options);
+    return { text, ids: this.encode(text) };
+  }
+
+  renderChatTemplate(messages: ChatMessage[], options: ChatTemplateOptions = {}): string {
     const { tools = null, documents = null, addGenerationPrompt = false, chatTemplate: _chosen, ...variables } = options;
     const source = this.templateSource(options);
     let template = this.templates.get(source);
@@ -207,8 +214,7 @@ class Engine {
       template = new jinjaModule.Template(source);
       this.templates.set(source, template);
     }
-    const text = template.render({ messages, add_generation_prompt: addGenerationPrompt, tools, documents, ...this.variables, ...variables });
-    return { text, ids: this.encode(text) };
+    return template.render({ messages, add_generation_prompt: addGenerationPrompt, tools, documents, ...this.variables, ...variables });
   }
 }
 
@@ -253,6 +259,7 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
     encode: (text, options) => engine().encode(text, options),
     decode: (ids, options) => engine().decode(ids, options),
     applyChatTemplate: (messages, options) => engine().applyChatTemplate(messages, options),
+    renderChatTemplate: (messages, options) => engine().renderChatTemplate(messages, options),
     transformers: () => (reference ??= buildTransformersTokenizer(parse(), readConfig(path), path)),
   };
 }

