@@ -17,7 +17,8 @@
  *   C. the CLI end to end in child processes vs read/parse/write floors (plain node children);
  *   D. the CLI's stages timed in one child process (bench/stages.ts), headline corpus only;
  *   E. the merge against tinker-cookbook's own trajectory_to_data in a Python child (bench/merge.ts; skipped
- *      with a message unless TINKER_COOKBOOK names a checkout of it).
+ *      with a message unless TINKER_COOKBOOK names a checkout of it);
+ *   F. the Python package per call (a batch of 8) and the CLI reading a pipe against the file (bench/serve.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -32,6 +33,7 @@ import { buildCorpus, TARGETS, type Corpus, type CorpusKind } from './corpus.ts'
 import { buildRealisticCorpus, type RealisticInfo } from './realistic.ts';
 import { checkCliOutput, writeCorpusJsonl } from './jsonl.ts';
 import { describeMerge, mergeBench, type MergeOutcome } from './merge.ts';
+import { serveBench } from './serve.ts';
 import { fmt, interleave, median, now, table, type Timed } from './timing.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -56,6 +58,7 @@ const config = {
   cli: !has('--skip-cli'),
   stages: !has('--skip-stages'),
   merge: !has('--skip-merge'),
+  serve: !has('--skip-serve'),
   /** Paired rounds of the merge against tinker-cookbook (the first is cold). */
   mergeRounds: Number(value('--merge-rounds', quick ? '3' : '5')),
   out: resolve(root, value('--out', 'bench/results.json')),
@@ -492,6 +495,12 @@ async function main() {
     merge = await mergeBench({ rounds: config.mergeRounds, trajectories: 300, workDir: config.workDir, log });
     log(describeMerge(merge));
     results.merge = merge;
+  }
+
+  // F: the training-loop doors: a batch through the Python package, and the CLI reading a pipe (bench/serve.ts).
+  if (config.serve) {
+    log('\nserve: the Python package per call, and the CLI from a pipe against the file …');
+    results.serve = serveBench({ quick, workDir: config.workDir, log });
   }
 
   // Headline: the first corpus (realistic unless --corpus says otherwise).
