@@ -31,7 +31,12 @@ def cli_outputs(tmp_path_factory):
         joined.write_text("".join(json.dumps(row) + "\n" for row in _rows(path)))
         sets = [arg for key, value in options.items() for arg in ("--set", f"{key}={'null' if value is None else value}")]
         common = ["--grammar", grammar, "--tokenizer", tokenizer, *sets, str(joined)]
-        return name, (json_lines(cli("mask", *common).stdout), json_lines(cli("check", *common).stdout))
+        masked = cli("mask", *common, check=False)
+        if masked.returncode == 2 and "tokenizer not found" in masked.stderr:
+            # As `tagmask samples` does: a suite whose tokenizer package is not installed is left out, saying so.
+            return name, masked.stderr.strip()
+        assert masked.returncode in (0, 1), masked.stderr
+        return name, (json_lines(masked.stdout), json_lines(cli("check", *common).stdout))
 
     with ThreadPoolExecutor(2) as pool:
         return dict(pool.map(run, SUITES))
@@ -46,6 +51,8 @@ def test_every_suite_is_here():
 def test_masks_and_verdicts_equal_the_cli(suite, cli_outputs):
     name, folder, grammar, tokenizer, options = suite
     rows = _rows(folder)
+    if isinstance(cli_outputs[name], str):
+        pytest.skip(cli_outputs[name])
     cli_masks, cli_verdicts = cli_outputs[name]
     assert len(cli_masks) == len(rows)
     with tagmask.Masker(grammar, tokenizer, **options) as masker:
