@@ -18,12 +18,9 @@
  *   D. the CLI's stages timed in one child process (bench/stages.ts), headline corpus only;
  *   E. the merge against tinker-cookbook's own trajectory_to_data in a Python child (bench/merge.ts; skipped
  *      with a message unless TINKER_COOKBOOK names a checkout of it);
-<<<<<<< HEAD
-=======
  *   F. `{messages}` input against the same rollouts as ids, CLI end to end (bench/messages.ts);
  *   G. a cold first use (empty byte-table cache) against a warm one, CLI on one rollout (bench/cold.ts);
  *   H. the Python package per call (a batch of 8) and the CLI reading a pipe against the file (bench/serve.ts).
->>>>>>> main
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
