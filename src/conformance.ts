@@ -105,7 +105,7 @@ export interface TrajectoryVerdict {
 }
 
 /** What a report needs of one datum: its token stream, the merge's mask (target space) and tagmask's result. */
-export interface DatumSeen { datum: number; tokens: number[]; mask: number[]; result: MaskResult; disagreements: Disagreement[] }
+export interface DatumSeen { datum: number; tokens: Uint32Array; mask: Uint8Array; result: MaskResult; disagreements: Disagreement[] }
 
 /**
  * Merge a trajectory, run the masker over every datum (its first observation is the prompt), compare.
@@ -117,7 +117,7 @@ export function checkTrajectory(masker: Masker, table: ByteTable, id: unknown, t
   let agreeing = 0;
   let total = 0;
   const datums = data.map((datum, index): DatumVerdict => {
-    const stream = datum.tokens.concat(datum.target_tokens.slice(-1));
+    const stream = datum.sequence;
     const result = masker.mask(stream, { promptLength: datum.firstObservationLength });
     const disagreements = compareMasks(table, stream, datum.mask, result, 1);
     seeDatum?.({ datum: index, tokens: stream, mask: datum.mask, result, disagreements });

@@ -182,25 +182,15 @@ function spanRuns(spans: readonly Span[], take: (span: Span) => boolean): Runs {
   return Int32Array.from(runs);
 }
 
-/** Tokens in both `a`'s and `b`'s runs (each sorted and disjoint). */
-function overlap(a: Runs, b: Runs): number {
-  let count = 0;
-  let j = 0;
-  for (let i = 0; i < a.length; i += 2) {
-    const start = a[i];
-    const end = a[i + 1];
-    while (j < b.length && b[j + 1] <= start) j += 2;
-    for (let k = j; k < b.length && b[k] < end; k += 2) count += Math.min(end, b[k + 1]) - Math.max(start, b[k]);
-  }
-  return count;
-}
-
-const size = (runs: Runs) => { let n = 0; for (let i = 0; i < runs.length; i += 2) n += runs[i + 1] - runs[i]; return n; };
-
 /** A rollout as a grammar read it: its action, and its trailing padding (nobody's: neither side of a comparison). */
 interface Reading { action: Runs; trailing: Runs }
 
-interface Judged { verdict: CandidateVerdict; readings: Array<Reading | undefined> }
+interface Judged {
+  verdict: CandidateVerdict;
+  readings: Array<Reading | undefined>;
+  /** Texts its template may insert after a prompt end, header or reply (an empty think block, a prefill), as bytes. */
+  optional: Buffer[];
+}
 
 function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollouts: DetectRollout[], streams: Stream[]): Judged {
   const spec = grammar.grammar;
@@ -317,7 +307,8 @@ function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollout
     grammar: name, fit, reason, rollouts: n, promptFound, withAction, withErrors, misfits, modelViolations, clean,
     unexplainedSpecial: unexplained, actionShare: tokens ? trained / tokens : 0, found, missing,
   };
-  return { verdict, readings };
+  const optional = [...grammar.promptOptionalText, ...grammar.replies.flatMap((reply) => reply.closeOptionalText)].filter(Boolean).map((text) => Buffer.from(text, 'utf8'));
+  return { verdict, readings, optional };
 }
 
 /**
@@ -325,13 +316,41 @@ function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollout
  * prompt end. Padding `b` calls trailing counts for neither: a stop token one grammar trains and another pads
  * is not environment text.
  */
-function trainsBeyond(a: Judged, b: Judged): number {
+function trainsBeyond(a: Judged, b: Judged, streams: Stream[]): number {
   let count = 0;
   a.readings.forEach((mine, r) => {
     const theirs = b.readings[r];
-    if (mine && theirs) count += size(mine.action) - overlap(mine.action, theirs.action) - overlap(mine.action, theirs.trailing);
+    if (!mine || !theirs) return;
+    const { bytes, starts } = streams[r];
+    for (const [start, end] of runsOutside(mine.action, theirs.action, theirs.trailing)) {
+      // A run inside text b's template may insert is a question of b's options (template_think, a prefill), not
+      // of the protocol: it decides nothing here.
+      const text = bytes.subarray(starts[start], starts[end]);
+      if (text.length && b.optional.some((optional) => optional.includes(text))) continue;
+      count += end - start;
+    }
   });
   return count;
+}
+
+/** The runs of `a` outside both `b` and `c` (each sorted and disjoint). */
+function runsOutside(a: Runs, b: Runs, c: Runs): Array<[number, number]> {
+  const covered: Array<[number, number]> = [];
+  for (const runs of [b, c]) for (let i = 0; i < runs.length; i += 2) covered.push([runs[i], runs[i + 1]]);
+  covered.sort((x, y) => x[0] - y[0]);
+  const out: Array<[number, number]> = [];
+  let k = 0;
+  for (let i = 0; i < a.length; i += 2) {
+    let at = a[i];
+    const end = a[i + 1];
+    while (k < covered.length && covered[k][1] <= at) k++;
+    for (let j = k; j < covered.length && covered[j][0] < end; j++) {
+      if (covered[j][0] > at) out.push([at, covered[j][0]]);
+      at = Math.max(at, covered[j][1]);
+    }
+    if (at < end) out.push([at, end]);
+  }
+  return out;
 }
 
 /** Markers explained, to compare two grammars whose masks are the same: distinct literals found, their occurrences, then the share of its declared literals found (the more specific explanation). */
@@ -391,7 +410,7 @@ export function detectGrammar(rollouts: DetectRollout[], table: ByteTable, candi
   const trains = (a: string, b: string) => {
     const key = `${a}\u0000${b}`;
     let count = beyond.get(key);
-    if (count === undefined) { count = trainsBeyond(byName.get(a)!, byName.get(b)!); beyond.set(key, count); }
+    if (count === undefined) { count = trainsBeyond(byName.get(a)!, byName.get(b)!, streams); beyond.set(key, count); }
     return count;
   };
   const stricter = (a: CandidateVerdict) => standing.filter((b) => b !== a && trains(a.grammar, b.grammar) > 0 && trains(b.grammar, a.grammar) === 0);
@@ -417,8 +436,13 @@ export function detectGrammar(rollouts: DetectRollout[], table: ByteTable, candi
       if (a === b || explainedLess.has(a.grammar)) continue;
       const theirs = foundSet(b);
       const extra = [...theirs].filter((literal) => !mine.has(literal));
-      if (extra.length && [...mine].every((literal) => theirs.has(literal))) {
+      const subset = [...mine].every((literal) => theirs.has(literal));
+      if (subset && extra.length) {
         explainedLess.set(a.grammar, { by: b, reason: `finds only markers ${b.grammar} also explains, which explains ${quoteList(extra.slice(0, 3))}${extra.length > 3 ? ' and more' : ''} too` });
+      } else if (subset && theirs.size === mine.size && b.missing.length < a.missing.length) {
+        // The same markers, while declaring more that never occur: it claims more of the stream than it can show
+        // (Qwen3's JSON tool calls fit qwen3_5 too, whose <function=…> blocks are nowhere).
+        explainedLess.set(a.grammar, { by: b, reason: `finds the same markers as ${b.grammar} and declares ${a.missing.length - b.missing.length} more that never occur` });
       } else if (!trains(a.grammar, b.grammar) && !trains(b.grammar, a.grammar) && better(markerScore(b), markerScore(a))) {
         explainedLess.set(a.grammar, { by: b, reason: `masks every rollout as ${b.grammar} does, and explains fewer of the stream's markers (${a.found.length} of its ${a.found.length + a.missing.length} found, against ${b.found.length} of ${b.found.length + b.missing.length})` });
       }

@@ -20,7 +20,8 @@ export type Family = 'rollout' | 'transition' | 'grammar' | 'lint' | 'conformanc
 
 /** Why a reply's declaration is not a reply tagmask can recognise (code `reply-shape`). */
 export type ReplyShapeRule = 'text-and-envelope' | 'neither' | 'envelope-without-open' | 'close-or-ends-before'
-  | 'optional-without-close' | 'repeats-without-envelope' | 'reopens-without-envelope' | 'interrupt-not-text' | 'ends-before-not-model';
+  | 'optional-without-close' | 'repeats-without-envelope' | 'reopens-without-envelope' | 'interrupt-not-text' | 'ends-before-not-model'
+  | 'open-without-overlap';
 
 /** How two literals collide (code `literal-overlap`). */
 export type OverlapRule = 'same' | 'contains' | 'begins-alike' | 'interrupts-alike' | 'interrupt-overlaps';
@@ -94,6 +95,7 @@ const REPLY_SHAPE: Record<ReplyShapeRule, string> = {
   'reopens-without-envelope': 'only an envelope with "open" and "close" can hold its own open',
   'interrupt-not-text': 'only a fixed "text" can interrupt a turn: an envelope is found only after a handover',
   'ends-before-not-model': 'must be a tag or marker the model writes, since the reply ends where the model starts it',
+  'open-without-overlap': 'a reply after a handover with "overlap" must open with that overlap: it is looked for from the overlap\'s first byte',
 };
 
 export const CODES = {
@@ -145,6 +147,7 @@ export const CODES = {
   'special-differs': {
     family: 'lint', severity: 'warning', message: (a) => `${q(a.literal)} is read differently by these tokenizers: ${(a.specialsBy ?? []).map((item) => `${item.tokenizer}: ${item.specials.length ? `special ${item.specials.map(q).join(', ')} (by id)` : 'text (bytes)'}`).join('; ')}. Where it is special, only the token id matches; where it is text, the spelled-out characters do`,
   },
+  'too-many-specials': { family: 'lint', severity: 'error', message: (a) => `[${a.tokenizer}] the grammar's literals name ${a.detail}, more than the ${a.budget} the scanner can tell apart (each needs a byte no literal uses, and one more is kept); ${q(a.literal)} is the first one too many: mask refuses this grammar with this tokenizer` },
   'token-count-differs': { family: 'lint', severity: 'warning', message: (a) => `${q(a.literal)} is ${(a.counts ?? []).map((item) => `${tokens(item.count)} in ${item.tokenizer}`).join(', ')}: a grammar names it by its text, never by one id` },
   // Conformance: a disagreement run is `mask-mismatch`, or `straddling-token` when every token of it straddles.
   'mask-mismatch': { family: 'conformance', severity: 'error', message: (a) => `tokens from ${a.token} get different masks` },

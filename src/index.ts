@@ -24,8 +24,10 @@ export { Masker, createMasker, type MaskResult, type MaskOptions } from './maske
 // The proof: tinker's transition merge, its extension audit, and comparisons of masks.
 export { trajectoryToData, auditExtension, type Trajectory, type Transition, type Action, type Datum, type MergeOptions, type ExtensionAudit, type ExtensionSplit, type ExtensionCost } from './merge.ts';
 export { checkTrajectory, compareMasks, directionOf, frameOf, type Disagreement, type DisagreementClass, type Direction, type Frame, type TrajectoryVerdict, type DatumVerdict, type SplitReport } from './conformance.ts';
-export { parseTrajectoryLine, datumToJson } from './io/trajectory.ts';
-export { readRolloutLine, type RolloutLine } from './io/rollout.ts';
+export { parseTrajectoryLine, datumJsonLine, datumRow } from './io/trajectory.ts';
+// The one rollout reader: any input (JSONL, .jsonl.gz, Parquet) and shape (src/io/shapes.ts) every command reads.
+export { readRollouts, type ReadRecord } from './io/records.ts';
+export type { ShapeName, ShapedLine, ShapedRollout, TokenRollout, TextRollout, MessagesRollout, GivenMask } from './io/shapes.ts';
 
 // Suites, and files of rollouts through a pool of maskers (one per option set).
 export { MaskerPool, findSuites, readSuite, proveSuite, suitePassed, type Suite, type SuiteVerdict, type RolloutVerdict } from './suites.ts';

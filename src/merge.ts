@@ -59,14 +59,19 @@ export interface Trajectory {
 }
 
 export interface Datum {
+  /**
+   * The whole merged sequence, unshifted. `tokens`, `target_tokens` and the per-target arrays are views into
+   * one buffer per datum (nothing is copied for the shift).
+   */
+  sequence: Uint32Array;
   /** Model input: the merged sequence without its last token. */
-  tokens: number[];
+  tokens: Uint32Array;
   /** The merged sequence without its first token. */
-  target_tokens: number[];
-  /** Per target position, like tinker (all sliced [1:]). */
-  logprobs: number[];
-  advantages: number[];
-  mask: number[];
+  target_tokens: Uint32Array;
+  /** Per target position, like tinker (all sliced [1:]); float32 like its tensors. */
+  logprobs: Float32Array;
+  advantages: Float32Array;
+  mask: Uint8Array;
   /**
    * Length of the observation that opened this datum (its prompt), counted in
    * the unshifted merged sequence (so the prompt covers targets
@@ -83,15 +88,13 @@ export interface MergeOptions {
   missingLogprobs?: 'error' | 'zero';
 }
 
-/**
- * Length of the longest common prefix of `a` and `b`, read by index so nothing
- * is copied. Cost is at most min(a.length, b.length).
- */
-function commonPrefixLength(a: readonly number[], b: readonly number[]): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
+/** Does `ob` start with `before + action` (the sequence accumulated so far)? Read by index, nothing copied. */
+function extendsSequence(before: readonly number[], action: readonly number[], ob: readonly number[]): boolean {
+  const b = before.length;
+  if (b + action.length > ob.length) return false;
+  for (let i = 0; i < b; i++) if (before[i] !== ob[i]) return false;
+  for (let i = 0; i < action.length; i++) if (action[i] !== ob[b + i]) return false;
+  return true;
 }
 
 /** Same test as tinker's, applied to our plain token arrays. */
@@ -100,29 +103,54 @@ function isParseErrorMasked(transition: Transition): boolean {
   return value !== undefined && Number(value) >= 1;
 }
 
-function actionLogprobs(transition: Transition, index: number, options: MergeOptions): number[] {
+function checkLogprobs(transition: Transition, index: number, options: MergeOptions): void {
   const { tokens, logprobs } = transition.ac;
   if (logprobs === undefined) {
-    if (options.missingLogprobs === 'zero') return new Array<number>(tokens.length).fill(0);
+    if (options.missingLogprobs === 'zero') return;
     throw new Error(`transitions[${index}].ac: logprobs are not available (tinker raises here too)`);
   }
-  const outside = logprobs.findIndex((x) => !Number.isFinite(Math.fround(x)));
-  if (outside >= 0) throw new Error(`transitions[${index}].ac.logprobs[${outside}]: ${logprobs[outside]} is not a finite float32 (tinker's tensors)`);
-  if (logprobs.length !== tokens.length) {
-    throw new Error(
-      `transitions[${index}].ac: ${logprobs.length} logprobs for ${tokens.length} tokens`,
-    );
+  for (let i = 0; i < logprobs.length; i++) {
+    if (!Number.isFinite(Math.fround(logprobs[i]))) throw new Error(`transitions[${index}].ac.logprobs[${i}]: ${logprobs[i]} is not a finite float32 (tinker's tensors)`);
   }
-  return logprobs;
+  if (logprobs.length !== tokens.length) {
+    throw new Error(`transitions[${index}].ac: ${logprobs.length} logprobs for ${tokens.length} tokens`);
+  }
 }
+
+const tooShort = (from: number, to: number, length: number) => new Error(
+  `transitions[${from}..${to - 1}] merge into a ${length}-token ` +
+    'sequence; at least 2 tokens are needed for the input/target shift (tinker raises DataValidationError)',
+);
+
+const notAnId = (path: string, value: number) => new Error(`${path}: expected a token id (an integer from 0 to ${0xffffffff}), got ${JSON.stringify(value)}`);
+
+/**
+ * Copy `ids[from..]` into `sequence` at `at`; returns where the copy ends. An id the Uint32Array would wrap
+ * (negative, fractional, beyond 2^32 - 1) is an error naming its place. A function of its own so V8 optimizes
+ * it on its own, early in a first pass.
+ */
+function copyIds(ids: readonly number[], from: number, sequence: Uint32Array, at: number, transition: number, field: string): number {
+  for (let i = from; i < ids.length; i++, at++) {
+    const id = ids[i];
+    sequence[at] = id;
+    if (sequence[at] !== id) throw notAnId(`transitions[${transition}].${field}[${i}]`, id);
+  }
+  return at;
+}
+
+/** Datums in the making: transitions [from, to) merge into `length` tokens. */
+interface Planned { from: number; to: number; length: number; firstObservationLength: number }
 
 /**
  * Split a trajectory into training datums exactly like tinker's
  * `trajectory_to_data(traj, traj_advantage)`.
  *
- * Cost is O(total input tokens): each observation is compared once, by index,
- * against the sequence accumulated so far (which it must contain anyway to
- * extend it), and tokens are pushed onto one growing array per datum.
+ * Two passes, O(total input tokens). The sequence accumulated after transition k is always ob[k] + ac[k]
+ * (an extension appends ob's new tail and the action; a restart takes all of ob and the action), so the first
+ * pass finds where datums split and how long each is by comparing each observation with the previous
+ * observation and action, and makes every check tinker makes, in its order. The second fills one buffer per
+ * datum (tokens, float32 logprobs and advantages, mask), allocated once at its final size; the one-token
+ * shift is a view, not a copy.
  */
 export function trajectoryToData(
   trajectory: Trajectory,
@@ -130,76 +158,71 @@ export function trajectoryToData(
   options: MergeOptions = {},
 ): Datum[] {
   if (!Number.isFinite(Math.fround(advantage))) throw new Error(`advantage ${advantage} is not a finite float32 (tinker's tensors)`);
-  const data: Datum[] = [];
-  let sequence: number[] = [];
-  let logprobs: number[] = [];
-  let advantages: number[] = [];
-  let mask: number[] = [];
-  let transitionStart = 0;
+  const transitions = trajectory.transitions;
+  const planned: Planned[] = [];
+  let from = 0;
+  let length = 0;
   let firstObservationLength = 0;
-
-  const emit = (transitionEnd: number): void => {
-    if (sequence.length < 2) {
-      throw new Error(
-        `transitions[${transitionStart}..${transitionEnd - 1}] merge into a ${sequence.length}-token ` +
-          'sequence; at least 2 tokens are needed for the input/target shift (tinker raises DataValidationError)',
-      );
-    }
-    data.push({
-      tokens: sequence.slice(0, -1),
-      target_tokens: sequence.slice(1),
-      logprobs: logprobs.slice(1).map(Math.fround),
-      advantages: advantages.slice(1).map(Math.fround),
-      mask: mask.slice(1),
-      firstObservationLength,
-      transitionStart,
-      transitionEnd,
-    });
-  };
-
-  trajectory.transitions.forEach((transition, k) => {
+  let before: readonly number[] = [];
+  let action: readonly number[] = [];
+  for (let k = 0; k < transitions.length; k++) {
+    const transition = transitions[k];
     const { ob } = transition;
-    const actionTokens = transition.ac.tokens;
-    let newFrom = 0; // index in ob where the not-yet-accumulated part starts
-    if (sequence.length > 0) {
-      const extends_ =
-        sequence.length <= ob.length && commonPrefixLength(sequence, ob) === sequence.length;
-      if (extends_) {
-        newFrom = sequence.length;
-      } else {
-        emit(k);
-        sequence = [];
-        logprobs = [];
-        advantages = [];
-        mask = [];
-        transitionStart = k;
-      }
+    if (length > 0 && !extendsSequence(before, action, ob)) {
+      if (length < 2) throw tooShort(from, k, length);
+      planned.push({ from, to: k, length, firstObservationLength });
+      from = k;
+      length = 0;
     }
-    // A transition landing in an empty accumulator opens the datum, so its
-    // observation is the datum's prompt (tinker also takes this path when all
-    // earlier transitions of the datum were empty).
-    if (sequence.length === 0) firstObservationLength = ob.length;
+    // A transition landing in an empty accumulator opens the datum, so its observation is the datum's
+    // prompt (tinker also takes this path when all earlier transitions of the datum were empty).
+    if (length === 0) firstObservationLength = ob.length;
+    checkLogprobs(transition, k, options);
+    before = ob;
+    action = transition.ac.tokens;
+    length = ob.length + action.length;
+  }
+  if (length > 0) {
+    if (length < 2) throw tooShort(from, transitions.length, length);
+    planned.push({ from, to: transitions.length, length, firstObservationLength });
+  }
 
-    const sampled = actionLogprobs(transition, k, options);
-    const masked = isParseErrorMasked(transition);
-    const actionMask = masked ? 0 : 1;
-    const actionAdvantage = masked ? 0 : advantage;
-
-    for (let i = newFrom; i < ob.length; i++) {
-      sequence.push(ob[i]);
-      logprobs.push(0);
-      advantages.push(0);
-      mask.push(0);
+  const data: Datum[] = new Array(planned.length);
+  for (let d = 0; d < planned.length; d++) {
+    const plan = planned[d];
+    const n = plan.length;
+    // One zeroed buffer: tokens, logprobs, advantages (4 bytes each), then the mask. Observation positions
+    // keep the zeros; only their ids are written.
+    const buffer = new ArrayBuffer(13 * n);
+    const sequence = new Uint32Array(buffer, 0, n);
+    const logprobs = new Float32Array(buffer, 4 * n, n);
+    const advantages = new Float32Array(buffer, 8 * n, n);
+    const mask = new Uint8Array(buffer, 12 * n, n);
+    let at = 0;
+    for (let k = plan.from; k < plan.to; k++) {
+      const transition = transitions[k];
+      at = copyIds(transition.ob, at, sequence, at, k, 'ob');
+      const tokens = transition.ac.tokens;
+      const from = at;
+      at = copyIds(tokens, 0, sequence, at, k, 'ac.tokens');
+      const sampled = transition.ac.logprobs;
+      if (sampled !== undefined) logprobs.set(sampled, from);
+      if (isParseErrorMasked(transition)) continue;
+      advantages.fill(advantage, from, at);
+      mask.fill(1, from, at);
     }
-    for (let i = 0; i < actionTokens.length; i++) {
-      sequence.push(actionTokens[i]);
-      logprobs.push(sampled[i]);
-      advantages.push(actionAdvantage);
-      mask.push(actionMask);
-    }
-  });
-
-  if (sequence.length > 0) emit(trajectory.transitions.length);
+    data[d] = {
+      sequence,
+      tokens: sequence.subarray(0, n - 1),
+      target_tokens: sequence.subarray(1),
+      logprobs: logprobs.subarray(1),
+      advantages: advantages.subarray(1),
+      mask: mask.subarray(1),
+      firstObservationLength: plan.firstObservationLength,
+      transitionStart: plan.from,
+      transitionEnd: plan.to,
+    };
+  }
   return data;
 }
 

@@ -5,13 +5,14 @@
  */
 import type { MaskResult } from './masker.ts';
 import type { Frame } from './conformance.ts';
-import { JsonlWriter, OutputClosed, OutputError, readJsonlBatches, readJsonlGz } from './io/jsonl.ts';
-import { spliceTokens } from './io/rollout.ts';
+import { inputIsStream, JsonlWriter, OutputClosed, OutputError, readJsonlBatches } from './io/jsonl.ts';
+import { readRecord, readRecordBatches, readRollouts, recordId, recordText } from './io/records.ts';
 import { errorLine, idJson, idOf, errorMessage, writable, writeMaskLine } from './io/lines.ts';
-import { isParquetPath, ParquetRowWriter, readParquetRows } from './io/parquet.ts';
+import { ParquetRowWriter } from './io/parquet.ts';
+import { fileFormat } from './io/format.ts';
 import { actionRuns, auditPrepared, maskPrepared, prepareRollout, spansWithChars, tokenCharOffsets, weighted, type MaskFormat, type Prepared } from './io/prepare.ts';
-import { detectShape, flatRollout, givenInStream, readShaped, ShapeError, writeBackShaped, type ShapedLine, type ShapeName } from './io/shapes.ts';
-import { datumToJson, parseTrajectoryLine } from './io/trajectory.ts';
+import { givenInStream, writeBackShaped, type ShapedLine, type ShapeName } from './io/shapes.ts';
+import { datumJsonLine, datumRow, parseTrajectoryLine } from './io/trajectory.ts';
 import { auditExtension, trajectoryToData } from './merge.ts';
 import { formatDisagreement, formatFrame, formatSplit } from './report/text.ts';
 import type { ByteTable } from './tokenizer/table.ts';
@@ -64,46 +65,6 @@ export interface OutputOptions {
   outFormat?: boolean;
 }
 
-/** One input record: a line's bytes (JSONL, plain or gzip) or a parsed row (Parquet). */
-interface InputRecord {
-  number: number;
-  bytes?: Buffer;
-  value?: Record<string, unknown>;
-}
-
-const RECORD_BATCH = 256;
-
-/** Records of any input tagmask reads, a batch at a time (each batch's line bytes valid until the next is asked for). */
-async function* readRecordBatches(input: string): AsyncGenerator<InputRecord[]> {
-  if (!isParquetPath(input) && !input.endsWith('.gz')) { yield* readJsonlBatches(input); return; }
-  let batch: InputRecord[] = [];
-  for await (const record of isParquetPath(input) ? readParquetRows(input) : readJsonlGz(input)) {
-    batch.push(record);
-    if (batch.length >= RECORD_BATCH) { yield batch; batch = []; }
-  }
-  if (batch.length) yield batch;
-}
-
-const recordText = (record: InputRecord) => (record.bytes ? record.bytes.toString('utf8') : JSON.stringify(record.value));
-
-/** A record in its shape. Plain flat JSONL lines keep the byte reader (the ids are never JSON.parse'd). */
-function readRecord(record: InputRecord, format: ShapeName | undefined, needMask: boolean): { line: ShapedLine; value?: Record<string, unknown> } {
-  if (record.bytes && (format === undefined || format === 'flat')) {
-    const spliced = spliceTokens(record.bytes);
-    // The spliced line holds `"tokens": []`: its keys still say which shape it is.
-    if (spliced && detectShape(spliced.value).name === 'flat') return { line: { shape: 'flat', rollouts: [flatRollout(spliced.value, spliced.ids, needMask)] } };
-  }
-  let value = record.value;
-  if (!value) {
-    try {
-      value = JSON.parse(record.bytes!.toString('utf8')) as Record<string, unknown>;
-    } catch (error) {
-      throw new ShapeError(`not valid JSON (${errorMessage(error)})`);
-    }
-  }
-  return { line: readShaped(value, format, needMask), value };
-}
-
 /** Where results go: JSON lines (plain or gzip) or Parquet rows. */
 interface Sink {
   json?: JsonlWriter;
@@ -112,17 +73,20 @@ interface Sink {
   error(id: unknown, line: number, message: string): void;
   /** An input line written back as it is (`--out-format`): its own fields, no id added. */
   raw(value: Record<string, unknown>): void;
+  /** What is written so far goes out now (a stream's reader waits for it); a no-op for Parquet and temporary files. */
+  flush(): void;
   close(): void;
   abort(): void;
 }
 
 async function openSink(output: string | undefined): Promise<Sink> {
-  if (isParquetPath(output)) {
+  if (fileFormat(output) === 'parquet') {
     const rows = await ParquetRowWriter.open(output!);
     return {
       write: (id, rest) => rows.write({ id: JSON.parse(id), ...rest }),
       error: (id, line, message) => rows.write({ id: writable(id) ?? null, line, error: message }),
       raw: (value) => rows.write(value),
+      flush: () => {},
       close: () => rows.close(),
       abort: () => rows.abort(),
     };
@@ -133,6 +97,7 @@ async function openSink(output: string | undefined): Promise<Sink> {
     write: (id, rest) => writer.write(`{"id":${id},${JSON.stringify(rest).slice(1)}\n`),
     error: (id, line, message) => writer.write(errorLine(id, line, message)),
     raw: (value) => writer.write(`${JSON.stringify(value)}\n`),
+    flush: () => writer.flushThrough(),
     close: () => writer.close(),
     abort: () => writer.abort(),
   };
@@ -167,6 +132,8 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
   const where = input === '-' ? '<stdin>' : input;
   const table = pool.tokenizer.table;
   // The run-by-run JSONL mask writer is the fast path; other forms build the object.
+  // From a pipe, each read's results go out before the next read waits for more input.
+  const streaming = inputIsStream(input);
   const plainMask = mode === 'mask' && sink.json !== undefined && !options.outFormat && !options.maskFormat && options.observationWeight === undefined && !options.charSpans;
   try {
     let bytes = 0;
@@ -221,12 +188,13 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
           summary.failed++;
           const message = errorMessage(error);
           log(`${source}: ${message}`);
-          const id = rolloutId ?? (item.value ? item.value.id ?? null : idOf(recordText(item)));
+          const id = rolloutId ?? recordId(item);
           sink.error(id, item.number, message);
           html?.add(table, { id: writable(id), tokens: [], error: message, source });
         }
       }
       progress?.update(bytes, summary.rollouts + summary.failed, summary.tokens);
+      if (streaming) sink.flush();
     }
     progress?.done();
     sink.close();
@@ -245,42 +213,37 @@ export type MaskedRecord =
 
 /** Every rollout of `input` (any shape; JSONL, .jsonl.gz or Parquet), masked, in order. */
 export async function* maskedRecords(pool: MaskerPool, input: string, format?: ShapeName): AsyncGenerator<MaskedRecord> {
-  for await (const batch of readRecordBatches(input)) {
-    for (const item of batch) {
-      let line: ShapedLine;
+  for await (const record of readRollouts(input, format)) {
+    if (record.error !== undefined) { yield record; continue; }
+    for (const rollout of record.line.rollouts) {
       try {
-        line = readRecord(item, format, false).line;
+        const prepared = prepareRollout(pool, rollout);
+        yield { number: record.number, prepared, result: maskPrepared(pool, prepared), shape: record.line.shape };
       } catch (error) {
-        yield { number: item.number, error: errorMessage(error), id: item.value ? item.value.id ?? null : idOf(recordText(item)) };
-        continue;
-      }
-      for (const rollout of line.rollouts) {
-        try {
-          const prepared = prepareRollout(pool, rollout);
-          yield { number: item.number, prepared, result: maskPrepared(pool, prepared), shape: line.shape };
-        } catch (error) {
-          yield { number: item.number, error: errorMessage(error), id: rollout.id };
-        }
+        yield { number: record.number, error: errorMessage(error), id: rollout.id };
       }
     }
   }
 }
 
-/** Merge every trajectory of `input`; returns how many lines failed. `table` decodes the split report. */
+/** Merge every trajectory of `input` (JSONL, .jsonl.gz or Parquet) into `output` (the same three); returns how many lines failed. `table` decodes the split report. */
 export async function runMerge(input: string, output: string | undefined, table: ByteTable | undefined, log: (line: string) => void): Promise<number> {
-  const writer = new JsonlWriter(output);
+  const sink = await openSink(output);
+  const source = input === '-' ? '<stdin>' : input;
   let failed = 0;
   try {
-    for await (const batch of readJsonlBatches(input)) {
-      for (const line of batch) {
-        const where = `${input === '-' ? '<stdin>' : input}:${line.number}`;
+    for await (const batch of readRecordBatches(input)) {
+      for (const record of batch) {
+        const where = `${source}:${record.number}`;
         let id: unknown = null;
         try {
-          let value: unknown;
-          try {
-            value = JSON.parse(line.text);
-          } catch (error) {
-            throw new Error(`not valid JSON (${errorMessage(error)})`);
+          let value: unknown = record.value;
+          if (value === undefined) {
+            try {
+              value = JSON.parse(record.bytes!.toString('utf8'));
+            } catch (error) {
+              throw new Error(`not valid JSON (${errorMessage(error)})`);
+            }
           }
           const parsed = parseTrajectoryLine(value, where);
           id = parsed.id;
@@ -292,9 +255,14 @@ export async function runMerge(input: string, output: string | undefined, table:
               ? 'no transitions: nothing to merge'
               : `no datum: all ${trajectory.transitions.length} transitions are empty (no observation and no action tokens)`);
           }
-          // Every line of this trajectory is made before any is written: a failure writes nothing half-done.
-          const lines = data.map((datum, index) => `{"id":${idText},${JSON.stringify(datumToJson(null, index, datum)).slice('{"id":null,'.length)}\n`);
-          for (const text of lines) writer.write(text);
+          // Every datum of this trajectory is made before any is written: a failure writes nothing half-done.
+          if (sink.json) {
+            const lines = data.map((datum, index) => datumJsonLine(idText, index, datum));
+            for (const text of lines) sink.json.write(text);
+          } else {
+            const rows = data.map((datum, index) => datumRow(index, datum));
+            for (const row of rows) sink.write(idText, row);
+          }
           trajectory.transitions.forEach((transition, k) => {
             if (transition.ob.length === 0 && transition.ac.tokens.length === 0) log(`${where}: trajectory ${idText} transitions[${k}] is empty (no observation, no action tokens): it adds nothing`);
           });
@@ -305,13 +273,13 @@ export async function runMerge(input: string, output: string | undefined, table:
           failed++;
           const message = errorMessage(error);
           log(message.startsWith(where) ? message : `${where}: ${message}`);
-          writer.write(errorLine(id ?? idOf(line.text), line.number, message));
+          sink.error(id ?? (record.value ? record.value.id ?? null : idOf(recordText(record))), record.number, message);
         }
       }
     }
-    writer.close();
+    sink.close();
   } catch (error) {
-    writer.abort();
+    sink.abort();
     throw error;
   }
   return failed;

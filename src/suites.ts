@@ -17,9 +17,12 @@ import { loadGrammar } from './grammar/load.ts';
 import { needsAttributes, prepareAttributeReader } from './attributes.ts';
 import { loadTokenizer, type LoadedTokenizer } from './tokenizer/load.ts';
 import type { CompiledGrammar } from './grammar/compile.ts';
-import { checkTrajectory, compareMasks, frameOf, type DatumSeen, type TrajectoryVerdict, type Disagreement } from './conformance.ts';
+import { checkTrajectory, compareMasks, type DatumSeen, type TrajectoryVerdict, type Disagreement } from './conformance.ts';
 import { readJsonl } from './io/jsonl.ts';
-import { readOptions, readRolloutLine } from './io/rollout.ts';
+import { idText } from './io/lines.ts';
+import { readRollouts } from './io/records.ts';
+import { maskPrepared, prepareRollout } from './io/prepare.ts';
+import { givenInStream, readOptions } from './io/shapes.ts';
 import { parseTrajectoryLine } from './io/trajectory.ts';
 import type { OptionValues } from './scan/bind.ts';
 import { runRollouts } from './run.ts';
@@ -138,22 +141,30 @@ export async function proveSuite(suite: Suite, opened?: MaskerPool, html?: HtmlR
 
   const eachRollout = async (file: string, into: RolloutVerdict[], compare: boolean) => {
     const group = `${suite.name} · ${compare ? 'rollouts (construction vs protocol)' : 'retokenized'}`;
-    for (const line of readJsonl(file)) {
-      let tokens: ArrayLike<number> = [];
-      let id: unknown = null;
-      try {
-        const rollout = readRolloutLine(line.text);
-        tokens = rollout.tokens;
-        id = rollout.id;
-        const result = pool.get(rollout.options).mask(rollout.tokens, { promptLength: rollout.promptLength });
-        const frame = rollout.mask ? frameOf(rollout.mask.length, rollout.tokens.length) : 'tokens';
-        const disagreements = compare && rollout.mask ? compareMasks(table, rollout.tokens, rollout.mask, result, frame === 'targets' ? 1 : 0) : [];
-        const straddles = result.diagnostics.filter((item) => item.code === 'straddling-token').length;
-        into.push({ id: rollout.id, tokens: rollout.tokens.length, disagreements, straddles });
-        html?.add(table, { id: rollout.id, tokens: rollout.tokens, result, group, source: `${file}:${line.number}`, audit: compare && rollout.mask ? { mask: rollout.mask, frame, disagreements, side: 'construction' } : undefined });
-      } catch (error) {
-        verdict.errors.push(`${file}:${line.number}: ${(error as Error).message}`);
-        html?.add(table, { id, tokens, group, source: `${file}:${line.number}`, error: (error as Error).message });
+    for await (const record of readRollouts(file)) {
+      const source = `${file}:${record.number}`;
+      if (record.error !== undefined) {
+        verdict.errors.push(`${source}: ${record.error}`);
+        html?.add(table, { id: record.id, tokens: [], group, source, error: record.error });
+        continue;
+      }
+      for (const shaped of record.line.rollouts) {
+        let tokens: ArrayLike<number> = [];
+        try {
+          const prepared = prepareRollout(pool, shaped);
+          const { rollout } = prepared;
+          tokens = rollout.tokens;
+          const result = maskPrepared(pool, prepared);
+          const given = compare ? givenInStream(rollout) : undefined;
+          const frame = given?.shift ? 'targets' : 'tokens';
+          const disagreements = given ? compareMasks(table, rollout.tokens, given.mask, result, given.shift) : [];
+          const straddles = result.diagnostics.filter((item) => item.code === 'straddling-token').length;
+          into.push({ id: rollout.id, tokens: rollout.tokens.length, disagreements, straddles });
+          html?.add(table, { id: rollout.id, tokens: rollout.tokens, result, group, source, audit: given ? { mask: given.mask, frame, disagreements, side: 'construction' } : undefined });
+        } catch (error) {
+          verdict.errors.push(`${source}: ${(error as Error).message}`);
+          html?.add(table, { id: shaped.id, tokens, group, source, error: (error as Error).message });
+        }
       }
     }
   };
@@ -170,7 +181,7 @@ export async function proveSuite(suite: Suite, opened?: MaskerPool, html?: HtmlR
         for (const datum of seen) {
           const notes = checked.splits.map((split) => formatSplitNote(checked, split));
           html!.add(table, {
-            id: `${String(id)} datum ${datum.datum}`, tokens: datum.tokens, result: datum.result, group: `${suite.name} · merge (merge vs protocol)`, source: `${suite.trajectories}:${line.number}`,
+            id: `${idText(id)} datum ${datum.datum}`, tokens: datum.tokens, result: datum.result, group: `${suite.name} · merge (merge vs protocol)`, source: `${suite.trajectories}:${line.number}`,
             audit: { mask: datum.mask, frame: 'targets', disagreements: datum.disagreements, side: 'merge' }, notes,
           });
         }

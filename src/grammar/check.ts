@@ -4,7 +4,7 @@
  */
 import { joinPath } from './json.ts';
 import { interruptTrigger } from './automata.ts';
-import type { Grammar } from './schema.ts';
+import type { Grammar, OptionalRule } from './schema.ts';
 import { messageOf, severityOf, type DiagnosticArgs, type GrammarIssueCode, type Severity } from '../diagnostics.ts';
 
 const utf8 = new TextEncoder();
@@ -36,6 +36,10 @@ export function declaredLiterals(grammar: Grammar): Array<{ literal: string; pat
   const each = (base: string, list: string[]) => list.forEach((literal, index) => out.push({ literal, path: `${base}[${index}]` }));
   each('prompt.ends_after', grammar.prompt.ends_after);
   each('prompt.then_optional', grammar.prompt.then_optional);
+  const followers = (base: string, rules: OptionalRule[]) => rules.forEach((rule, index) => {
+    if (rule.followed_by !== undefined) out.push({ literal: rule.followed_by, path: `${base}[${index}].followed_by` });
+  });
+  followers('prompt.then_optional', grammar.prompt.then_optional_rules);
   // Tags, handovers and headers.
   out.push(...modelLiterals(grammar));
   grammar.handovers.forEach((handover, index) => each(`handovers[${index}].model_continues`, handover.model_continues));
@@ -46,6 +50,7 @@ export function declaredLiterals(grammar: Grammar): Array<{ literal: string; pat
       if (literal !== undefined) out.push({ literal, path: `${path}.${key}` });
     }
     each(`${path}.close_then_optional`, reply.close_then_optional);
+    followers(`${path}.close_then_optional`, reply.close_then_optional_rules);
   }
   return out;
 }
@@ -150,6 +155,7 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
     handover.replies.forEach((reply, replyIndex) => {
       referenced.add(reply);
       if (!Object.hasOwn(grammar.replies, reply)) add('unknown-reply', `${path}.replies[${replyIndex}]`, { name: reply, known: Object.keys(grammar.replies) });
+      else if (handover.overlap !== undefined && !grammar.replies[reply].open?.startsWith(handover.overlap)) add('reply-shape', `${path}.replies[${replyIndex}]`, { rule: 'open-without-overlap' });
     });
   });
 
@@ -182,10 +188,13 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
   }
 
   const optionUses: Array<[string | undefined, string]> = [[grammar.prompt.optional_when, 'prompt.optional_when'],
+    ...grammar.handovers.map((handover, index): [string | undefined, string] => [handover.overlap_when, `handovers[${index}].overlap_when`]),
     ...grammar.prompt.then_optional_when.map((option, index): [string | undefined, string] => [option, `prompt.then_optional[${index}]`]),
+    ...grammar.prompt.then_optional_rules.map((rule, index): [string | undefined, string] => [rule.unless, `prompt.then_optional[${index}].unless`]),
     ...Object.entries(grammar.replies).flatMap(([name, reply]): Array<[string | undefined, string]> => [
       [reply.optional_when, `${joinPath('replies', name)}.optional_when`],
       ...reply.close_then_optional_when.map((option, index): [string | undefined, string] => [option, `${joinPath('replies', name)}.close_then_optional[${index}]`]),
+      ...reply.close_then_optional_rules.map((rule, index): [string | undefined, string] => [rule.unless, `${joinPath('replies', name)}.close_then_optional[${index}].unless`]),
     ])];
   for (const [option, path] of optionUses) {
     if (option !== undefined && !Object.hasOwn(grammar.options, option)) add('unknown-option', path, { name: option, known: options });

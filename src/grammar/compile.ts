@@ -9,7 +9,7 @@
  */
 import { createMachine, type AnyMachineSnapshot, type AnyStateMachine, type StateValue } from 'xstate';
 import { grammarIssue, MAX_AUTOMATA, modelLiterals, type GrammarIssue } from './check.ts';
-import type { Grammar } from './schema.ts';
+import type { Grammar, OptionalRule } from './schema.ts';
 import { machineConfig, type TransitionCode } from './machine.ts';
 import { buildDfa, interruptTrigger, type Dfa, type DfaLiteral } from './automata.ts';
 
@@ -43,6 +43,8 @@ export interface ReplyInfo {
   closeOptionalText: string[];
   /** The option that switches each `closeOptional` literal on, if any. */
   closeOptionalWhen: Array<string | undefined>;
+  /** What else must hold for each `closeOptional` literal (`unless`, `ends_token`, `followed_by`). */
+  closeOptionalRules: OptionalRule[];
   /** After the close the reply's own open may follow, and the reply goes on. */
   repeats: boolean;
   /** A fixed budget, the name of the option that holds it, or none. */
@@ -52,7 +54,13 @@ export interface ReplyInfo {
 
 /** The replies a handover allows, tried in order (whether the episode may end there is the machine's), and
  * the headers the model may sample right after it to go on (`model_continues`). */
-export interface HandoverInfo { replies: number[]; modelContinues: string[] }
+export interface HandoverInfo {
+  replies: number[];
+  modelContinues: string[];
+  /** The stop string's part that also opens the next reply, and the option that gives it to that reply. */
+  overlap?: string;
+  overlapWhen?: string;
+}
 
 export interface CompiledGrammar {
   grammar: Grammar;
@@ -71,6 +79,7 @@ export interface CompiledGrammar {
   /** Texts the template may add after the prompt's end or a header, with the option that switches each. */
   promptOptionalText: string[];
   promptOptionalWhen: Array<string | undefined>;
+  promptOptionalRules: OptionalRule[];
   /** The template's role headers (grammar `headers`). */
   headers: string[];
   /** Problems only compilation can see (unreachable states). */
@@ -180,6 +189,7 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
       textText: reply.text,
       closeOptionalText: reply.close_then_optional,
       closeOptionalWhen: reply.close_then_optional_when,
+      closeOptionalRules: reply.close_then_optional_rules,
       repeats: reply.repeats,
       budget: typeof reply.max_tokens === 'string' ? reply.max_tokens.slice(1) : reply.max_tokens,
       event: eventIndex.get(`REPLY:${name}`)!,
@@ -189,6 +199,8 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
   const handovers: HandoverInfo[] = grammar.handovers.map((handover) => ({
     replies: handover.replies.map((name) => replyIndex.get(name)!),
     modelContinues: handover.model_continues,
+    overlap: handover.overlap,
+    overlapWhen: handover.overlap_when,
   }));
 
   const others = modelLiterals(grammar).map((item) => item.literal);
@@ -293,6 +305,7 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
     },
     promptOptionalText: grammar.prompt.then_optional,
     promptOptionalWhen: grammar.prompt.then_optional_when,
+    promptOptionalRules: grammar.prompt.then_optional_rules,
     headers: grammar.headers,
     issues,
   };

@@ -10,7 +10,8 @@ import { relative } from 'node:path';
 import type { Grammar } from './schema.ts';
 import type { LoadedTokenizer } from '../tokenizer/load.ts';
 import { textOf } from '../tokenizer/table.ts';
-import { cutLiteral, specialTokens } from '../tokenizer/special.ts';
+import { cutLiteral, sentinelOverflow, specialTokens } from '../tokenizer/special.ts';
+import { declaredLiterals } from './check.ts';
 import { messageOf, severityOf, type DiagnosticArgs, type LintCode, type Severity } from '../diagnostics.ts';
 
 export interface LiteralFinding {
@@ -78,6 +79,15 @@ const label = (tokenizer: LoadedTokenizer) => relative(process.cwd(), tokenizer.
 export async function lintLiterals(grammar: Grammar, tokenizers: LoadedTokenizer[]): Promise<LiteralFinding[]> {
   const encoders = tokenizers.map((tokenizer) => (text: string) => (text ? tokenizer.encode(text) : []));
   const findings: LiteralFinding[] = [];
+  // What mask refuses first: more special tokens named than the scanner has sentinel bytes for.
+  const declared = declaredLiterals(grammar);
+  for (const tokenizer of tokenizers) {
+    const over = sentinelOverflow(tokenizer.table, declared.map((item) => item.literal));
+    if (over) {
+      const { literal, path } = declared[over.index];
+      findings.push(finding('too-many-specials', path, { tokenizer: label(tokenizer), literal, detail: `${over.named} special tokens`, budget: over.free - 1 }));
+    }
+  }
   const specials = tokenizers.map((tokenizer) => specialTokens(tokenizer.table));
   for (const { path, literal, roleEdgeAtStart, roleEdgeAtEnd } of grammarLiterals(grammar)) {
     // Which parts match by id (special tokens of that tokenizer) and which on bytes.

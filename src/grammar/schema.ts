@@ -38,7 +38,17 @@ export interface PromptSpec {
   optional_when?: string;
   /** Per `then_optional` literal, the option that switches it (`{"text", "when"}` items, else `optional_when`). */
   then_optional_when: Array<string | undefined>;
+  /** Per `then_optional` literal, what else must hold for it to be the template's (`unless`, `ends_token`, `followed_by`). */
+  then_optional_rules: OptionalRule[];
 }
+
+/**
+ * What else must hold for an optional literal to be the template's text. `unless`: the option that switches it
+ * off (1 = off). `ends_token`: its last byte ends a token: the template encoded it on its own, so where it ends
+ * inside a token (`<think>\n` inside the `\n\n` of `<think>\n\n</think>`) the bytes were encoded with more text.
+ * `followed_by`: it counts only where this text follows it (read, not taken: the text stays whoever's it is).
+ */
+export interface OptionalRule { unless?: string; ends_token: boolean; followed_by?: string }
 
 export interface TagSpec {
   /** Literals that open this kind; several are alternatives (verifiers' XMLParser `("tool", "answer")`). */
@@ -71,6 +81,16 @@ export interface HandoverSpec {
   /** Headers the model samples itself right after this literal to go on with its turn (gpt-oss writes
    * `<|start|>assistant` after `<|end|>`): action, no diagnostic. Tried before the replies. */
   model_continues: string[];
+  /**
+   * The stop string's last part that is also the next reply's opening (`User:` of `\n\nUser:`, all of GLM's
+   * `<|user|>`): the model samples it to stop, and the template writes it as the next turn's header. Each listed
+   * reply's `open` begins with it; the replies are looked for from its first byte. It stays the model's (action)
+   * unless `overlap_when`'s option is 1 and a reply follows: then it is that reply's (a conversation rendered
+   * whole, where only the last turn's stop string was sampled, as tinker-cookbook's `stop_overlap` trains it).
+   */
+  overlap?: string;
+  /** The option under which the overlap is the following reply's. */
+  overlap_when?: string;
 }
 
 export interface ReplySpec {
@@ -83,6 +103,8 @@ export interface ReplySpec {
   optional_when?: string;
   /** Per `close_then_optional` literal, the option that switches it (`{"text", "when"}` items, else `optional_when`). */
   close_then_optional_when: Array<string | undefined>;
+  /** Per `close_then_optional` literal, what else must hold (see OptionalRule). */
+  close_then_optional_rules: OptionalRule[];
   /** After its close, the reply's own `open` may follow at once: the reply goes on (DeepSeek V3.1 tool outputs). */
   repeats: boolean;
   /** Its own `open` may stand inside it (several messages in one observation: two tool results, a tool result
@@ -160,29 +182,38 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
     if (typeof field !== 'string' || !/^\$\w+$/.test(field)) { issue(`${path}.optional_when`, 'expected "$option"'); return undefined; }
     return field.slice(1);
   };
-  /** A list of optional literals: strings (switched by the list's `optional_when`) or `{"text", "when": "$option"}`. */
-  const optionalLiterals = (object: Record<string, Json>, key: string, path: string, listWhen: string | undefined): { texts: string[]; when: Array<string | undefined> } => {
+  /**
+   * A list of optional literals: strings (switched by the list's `optional_when`) or
+   * `{"text", "when"?: "$option", "unless"?: "$option", "ends_token"?: true, "followed_by"?: "text"}`.
+   */
+  const optionalLiterals = (object: Record<string, Json>, key: string, path: string, listWhen: string | undefined): { texts: string[]; when: Array<string | undefined>; rules: OptionalRule[] } => {
     const field = object[key];
     const here = path ? `${path}.${key}` : key;
     const texts: string[] = [];
     const when: Array<string | undefined> = [];
-    if (field === undefined) return { texts, when };
-    if (!Array.isArray(field)) { issue(here, 'expected an array of literals or {"text", "when"} objects'); return { texts, when }; }
+    const rules: OptionalRule[] = [];
+    if (field === undefined) return { texts, when, rules };
+    if (!Array.isArray(field)) { issue(here, 'expected an array of literals or {"text", "when"} objects'); return { texts, when, rules }; }
+    const isOption = (value: Json | undefined) => value === undefined || (typeof value === 'string' && /^\$\w+$/.test(value));
     field.forEach((item, index) => {
-      if (typeof item === 'string' && item.length > 0) { texts.push(item); when.push(listWhen); return; }
+      if (typeof item === 'string' && item.length > 0) { texts.push(item); when.push(listWhen); rules.push({ ends_token: false }); return; }
       if (isObject(item)) {
-        unknownKeys(item, ['text', 'when'], `${here}[${index}]`);
-        const text = item.text;
-        const condition = item.when;
-        if (typeof text !== 'string' || text.length === 0) { issue(`${here}[${index}].text`, 'expected a non-empty string'); return; }
-        if (condition !== undefined && (typeof condition !== 'string' || !/^\$\w+$/.test(condition))) { issue(`${here}[${index}].when`, 'expected "$option"'); return; }
+        const at = `${here}[${index}]`;
+        unknownKeys(item, ['text', 'when', 'unless', 'ends_token', 'followed_by'], at);
+        const { text, when: condition, unless, ends_token: endsToken, followed_by: followedBy } = item;
+        if (typeof text !== 'string' || text.length === 0) { issue(`${at}.text`, 'expected a non-empty string'); return; }
+        if (!isOption(condition)) { issue(`${at}.when`, 'expected "$option"'); return; }
+        if (!isOption(unless)) { issue(`${at}.unless`, 'expected "$option"'); return; }
+        if (endsToken !== undefined && typeof endsToken !== 'boolean') { issue(`${at}.ends_token`, 'expected true or false'); return; }
+        if (followedBy !== undefined && (typeof followedBy !== 'string' || followedBy.length === 0)) { issue(`${at}.followed_by`, 'expected a non-empty string'); return; }
         texts.push(text);
         when.push(condition === undefined ? listWhen : (condition as string).slice(1));
+        rules.push({ unless: unless === undefined ? undefined : (unless as string).slice(1), ends_token: endsToken === true, followed_by: followedBy as string | undefined });
         return;
       }
       issue(`${here}[${index}]`, 'expected a non-empty string or {"text", "when": "$option"}');
     });
-    return { texts, when };
+    return { texts, when, rules };
   };
   const unknownKeys = (object: Record<string, Json>, allowed: string[], path: string) => {
     for (const key of Object.keys(object)) {
@@ -226,13 +257,13 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
     }
   }
 
-  let prompt: PromptSpec = { ends_after: [], then_optional: [], then_optional_when: [] };
+  let prompt: PromptSpec = { ends_after: [], then_optional: [], then_optional_when: [], then_optional_rules: [] };
   if (!isObject(value.prompt)) issue(value.prompt === undefined ? '' : 'prompt', value.prompt === undefined ? 'missing "prompt"' : 'expected an object');
   else {
     unknownKeys(value.prompt, ['ends_after', 'then_optional', 'optional_when'], 'prompt');
     const optionalWhen = optionReference(value.prompt, 'prompt');
     const optional = optionalLiterals(value.prompt, 'then_optional', 'prompt', optionalWhen);
-    prompt = { ends_after: strings(value.prompt, 'ends_after', 'prompt'), then_optional: optional.texts, optional_when: optionalWhen, then_optional_when: optional.when };
+    prompt = { ends_after: strings(value.prompt, 'ends_after', 'prompt'), then_optional: optional.texts, optional_when: optionalWhen, then_optional_when: optional.when, then_optional_rules: optional.rules };
   }
 
   const tags: Record<string, TagSpec> = Object.create(null);
@@ -259,16 +290,21 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
   else ((value.handovers ?? []) as Json[]).forEach((spec, index) => {
     const path = `handovers[${index}]`;
     if (!isObject(spec)) { issue(path, 'expected {"after" | "after_tag", "replies", "ends_episode"?}'); return; }
-    unknownKeys(spec, ['after', 'after_tag', 'replies', 'ends_episode', 'model_stops', 'model_continues'], path);
+    unknownKeys(spec, ['after', 'after_tag', 'replies', 'ends_episode', 'model_stops', 'model_continues', 'overlap', 'overlap_when'], path);
     const after = string(spec, 'after', path, false);
     const afterTag = string(spec, 'after_tag', path, false);
     if ((after === undefined) === (afterTag === undefined)) issue(path, 'give exactly one of "after" (a literal) and "after_tag" (a tag\'s close)');
     for (const flag of ['ends_episode', 'model_stops']) {
       if (spec[flag] !== undefined && typeof spec[flag] !== 'boolean') issue(`${path}.${flag}`, 'expected true or false');
     }
+    const overlap = string(spec, 'overlap', path, false);
+    if (overlap !== undefined && (after === undefined || !after.endsWith(overlap))) issue(`${path}.overlap`, 'expected the last part of "after" (the stop string\'s part that opens the next reply)');
+    const overlapWhen = spec.overlap_when;
+    if (overlapWhen !== undefined && (typeof overlapWhen !== 'string' || !/^\$\w+$/.test(overlapWhen) || overlap === undefined)) issue(`${path}.overlap_when`, 'expected "$option", with "overlap"');
     handovers.push({
       after, after_tag: afterTag, replies: strings(spec, 'replies', path), ends_episode: spec.ends_episode === true, model_stops: spec.model_stops === true,
       model_continues: strings(spec, 'model_continues', path),
+      overlap, overlap_when: typeof overlapWhen === 'string' && overlap !== undefined ? overlapWhen.slice(1) : undefined,
     });
   });
 
@@ -287,6 +323,7 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
       close_then_optional: optional.texts,
       optional_when: optionalWhen,
       close_then_optional_when: optional.when,
+      close_then_optional_rules: optional.rules,
       text: string(spec, 'text', path, false),
       interrupts: spec.interrupts === true,
       repeats: spec.repeats === true,

@@ -6,16 +6,19 @@
 
 export const MAX_TOKEN_ID = 0xffffffff;
 
+/** A line (or row) that cannot be read as a rollout: the message names the field and index. */
+export class ShapeError extends Error {}
+
 /** A JSON object (not null, not an array). The one such check every reader uses. */
 export const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** A JSON array of token ids, or an error naming `field` (a JSON path) and the index. */
 export function tokenArray(value: unknown, field: string): number[] {
-  if (!Array.isArray(value)) throw new Error(`${field}: expected an array of token ids`);
+  if (!Array.isArray(value)) throw new ShapeError(`${field}: expected an array of token ids`);
   for (let i = 0; i < value.length; i++) {
     const id = value[i];
     if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > MAX_TOKEN_ID) {
-      throw new Error(`${field}[${i}]: expected a token id (an integer from 0 to ${MAX_TOKEN_ID}), got ${JSON.stringify(id)}`);
+      throw new ShapeError(`${field}[${i}]: expected a token id (an integer from 0 to ${MAX_TOKEN_ID}), got ${JSON.stringify(id)}`);
     }
   }
   return value as number[];

@@ -7,7 +7,9 @@
  * the next line is asked for. Output goes through one buffer to a temporary file that is renamed into place
  * only when complete, so an output file is complete or absent.
  */
-import { resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { basename, dirname, join, resolve } from 'node:path';
+import { fileFormat } from './format.ts';
 import { createGunzip, gzipSync } from 'node:zlib';
 import { type Stats, closeSync, createReadStream, fstatSync, openSync, read, readSync, realpathSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 
@@ -120,7 +122,7 @@ export class LineSplitter {
 function openInput(path: string): number {
   try {
     const fd = path === '-' ? 0 : openSync(path, 'r');
-    if (fd !== 0 && fstatSync(fd).isDirectory()) { closeSync(fd); throw new InputError(`${path} is a folder, not a JSONL file`); }
+    if (fd !== 0 && fstatSync(fd).isDirectory()) { closeSync(fd); throw new InputError(`${path} is a folder, not a ${fileFormat(path) === 'jsonl.gz' ? 'gzip JSONL' : 'JSONL'} file`); }
     return fd;
   } catch (error) {
     if (error instanceof InputError) throw error;
@@ -130,6 +132,19 @@ function openInput(path: string): number {
 
 /** The input cannot be opened or read at all (a usage problem, not a bad line). */
 export class InputError extends Error {}
+
+/**
+ * Whether an input is a stream (stdin or a named pipe, a terminal, a socket) rather than a regular file: its
+ * writer then flushes after each read, so a co-process sees each answer without closing its input.
+ */
+export function inputIsStream(path: string): boolean {
+  try {
+    const stat = path === '-' ? fstatSync(0) : statSync(path);
+    return !stat.isFile();
+  } catch {
+    return false;
+  }
+}
 
 /** Lines of a file (or `-` for stdin), skipping blank ones, in order. */
 export function* readJsonl(path: string): Generator<Line> {
@@ -239,7 +254,7 @@ interface Destination { fd: number; name: string; temporary?: string; target?: s
  * and the link stays. Anything else (a FIFO, /dev/null, /dev/stdout, a terminal) is written through as it
  * is: replacing a device node or a pipe with a regular file would break it. A folder is a usage error.
  */
-function openOutput(path: string | undefined): Destination {
+function openOutput(path: string | undefined, flag: string, mode = 0o666): Destination {
   if (path === undefined || path === '-') return { fd: 1, name: '<stdout>' };
   let stat;
   try {
@@ -247,7 +262,7 @@ function openOutput(path: string | undefined): Destination {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new OutputError(path, error as Error);
   }
-  if (stat?.isDirectory()) throw new OutputPathError(`-o ${path} is a folder: give a file name`);
+  if (stat?.isDirectory()) throw new OutputPathError(`${flag} ${path} is a folder: give a file name`);
   if (stat && isStdout(stat)) return { fd: 1, name: path };
   let target = path;
   if (stat?.isFile()) {
@@ -262,13 +277,17 @@ function openOutput(path: string | undefined): Destination {
       throw new OutputError(path, error as Error);
     }
   }
-  const temporary = `${target}.tmp-${process.pid}`;
+  // Created exclusively (O_EXCL: a file or link planted under the name fails the open, never gets written
+  // through) under a name nobody can guess ahead, hidden beside the target.
+  const temporary = join(dirname(target), `.${basename(target)}.tmp-${randomBytes(8).toString('hex')}`);
   installCleanup();
   let fd: number;
   try {
-    fd = openSync(temporary, 'wx', stat ? stat.mode & 0o7777 : 0o666);
+    fd = openSync(temporary, 'wx', stat ? stat.mode & 0o7777 : mode);
   } catch (error) {
-    throw new OutputError(path, error as Error);
+    // Not the random name: the folder is what the user can act on.
+    const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    throw new OutputPathError(`${flag} ${path}: cannot write in ${dirname(target)} (${code})`);
   }
   temporaries.add(temporary);
   return { fd, name: path, temporary, target };
@@ -290,7 +309,19 @@ const isSystemPath = (path: string) => path.startsWith('/dev/') || path.startsWi
 /** The output path cannot be used at all (a folder): a usage error. */
 export class OutputPathError extends Error {}
 
-/** Buffered line writer to a file (atomically, on `close`) or to stdout. */
+export interface WriterOptions {
+  /** The flag that named the file, for messages (`-o`, `--html`). */
+  flag?: string;
+  /** Gzip what is written; by default, when the name ends in `.gz`. */
+  gzip?: boolean;
+  /** Permissions of a new file (before the umask); a replaced file keeps its own. Default 0o666. */
+  mode?: number;
+}
+
+/**
+ * Buffered writer to a file (atomically, on `close`) or to stdout: every file tagmask writes goes through it
+ * (`-o` in any format, `--html`, `samples -o`, the byte-table cache), so all get the same output safety.
+ */
 export class JsonlWriter {
   private buffer = Buffer.allocUnsafe(BUFFER);
   private used = 0;
@@ -301,9 +332,9 @@ export class JsonlWriter {
   private finished = false;
   private failed?: Error;
 
-  constructor(path: string | undefined) {
-    this.gzip = path !== undefined && path.endsWith('.gz');
-    this.destination = openOutput(path);
+  constructor(path: string | undefined, options: WriterOptions = {}) {
+    this.gzip = options.gzip ?? fileFormat(path) === 'jsonl.gz';
+    this.destination = openOutput(path, options.flag ?? '-o', options.mode);
   }
 
   /** Append raw text (callers add the newline). */
@@ -363,6 +394,15 @@ export class JsonlWriter {
     if (at + 1 > buffer.length) { this.used = at; this.flush(); buffer = this.buffer; at = 0; }
     buffer[at++] = 0x5d;
     this.used = at;
+  }
+
+  /**
+   * Hand what is buffered to the output now, when it is written through (stdout, a FIFO, a device): a reader
+   * at the other end of a pipe sees the lines so far. A temporary file is only flushed when full or closed.
+   */
+  flushThrough(): void {
+    if (this.finished || this.destination.temporary !== undefined || this.used === 0) return;
+    this.flush();
   }
 
   private reserve(bytes: number): void {
@@ -430,7 +470,10 @@ export class JsonlWriter {
  * and the unfinished line are held. Lines are numbered and blank ones skipped as `readJsonl` does.
  */
 export async function* readJsonlGz(path: string): AsyncGenerator<Line> {
-  const stream = (path === '-' ? process.stdin : createReadStream(path)).pipe(createGunzip());
+  // Opened here, synchronously: a missing file or a folder is an InputError (exit 2 with a message), never a
+  // stream's unhandled 'error' event.
+  const fd = openInput(path);
+  const stream = (fd === 0 ? process.stdin : createReadStream('', { fd })).pipe(createGunzip());
   // The unfinished line, in pieces: a line longer than a chunk is joined once, not once per chunk.
   let pending: Buffer[] = [];
   let number = 0;

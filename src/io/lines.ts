@@ -21,6 +21,21 @@ export function idJson(id: unknown): string {
   }
 }
 
+/**
+ * An id as text for people: a string as it is, a number or boolean as written, anything else as its JSON.
+ * Ids are data: never their own `toString` or `valueOf` (`{"toString": 1}` would throw, a getter could lie).
+ */
+export function idText(id: unknown): string {
+  if (typeof id === 'string') return id;
+  if (typeof id === 'number' || typeof id === 'boolean' || typeof id === 'bigint') return `${id}`;
+  if (id === undefined || id === null) return 'null';
+  try {
+    return JSON.stringify(id) ?? 'null';
+  } catch {
+    return '(an id that cannot be written)';
+  }
+}
+
 /** The id itself when it can be written as JSON, else null. */
 export function writable(id: unknown): unknown {
   try { idJson(id); return id; } catch { return null; }

@@ -12,8 +12,6 @@ import type { ParquetWriter } from 'hyparquet-writer';
 // ~50 ms of every CLI start (measured with --cpu-prof on `tagmask mask`), which a JSONL run never needs.
 type WriterLibrary = typeof import('hyparquet-writer');
 
-export const isParquetPath = (path: string | undefined) => path !== undefined && /\.parquet$/i.test(path);
-
 /** Parquet's INT64 comes back as BigInt: token ids and lengths are plain numbers here. */
 function plain(value: unknown): unknown {
   if (typeof value === 'bigint') return Number(value);

@@ -10,7 +10,7 @@ import type { OptionValues } from '../scan/bind.ts';
 import type { LoadedTokenizer } from '../tokenizer/load.ts';
 import { compareMasks, type Disagreement } from '../conformance.ts';
 import { prepareMessages } from './chat.ts';
-import { prepareText, tokenCharOffsets } from './text.ts';
+import { prepareText, tokenCharOffsets, tokenizeText } from './text.ts';
 import { fieldIndex, givenInStream, type ShapedRollout, type TokenRollout } from './shapes.ts';
 
 /** What masking a shaped rollout needs: MaskerPool has this shape. */
@@ -32,6 +32,13 @@ export function prepareRollout(context: MaskContext, rollout: ShapedRollout, tem
   if (rollout.kind === 'tokens') return { rollout, diagnostics: [] };
   if (rollout.kind === 'text') return prepareText(context.tokenizer, context.grammar.grammar, rollout);
   return prepareMessages(context.tokenizer, rollout, templateArgs);
+}
+
+/** A rollout as token ids, without a grammar (detection reads text and messages this way, before any grammar is chosen). */
+export function tokenizeRollout(tokenizer: LoadedTokenizer, rollout: ShapedRollout): TokenRollout {
+  if (rollout.kind === 'tokens') return rollout;
+  if (rollout.kind === 'text') return tokenizeText(tokenizer, rollout).rollout;
+  return prepareMessages(tokenizer, rollout).rollout;
 }
 
 /** Mask a prepared rollout; the reading diagnostics come first, then the grammar's, by token. */

@@ -32,7 +32,7 @@
  *   `{tokens, target_tokens, mask}`.
  */
 import type { OptionValues } from '../scan/bind.ts';
-import { isObject } from './json.ts';
+import { isObject, ShapeError, tokenArray } from './json.ts';
 
 export type ShapeName =
   | 'flat' | 'tinker' | 'verl' | 'verl-padded' | 'trl' | 'verifiers' | 'skyrl' | 'slime' | 'openrlhf' | 'areal'
@@ -89,20 +89,9 @@ export interface ShapedLine {
   rollouts: ShapedRollout[];
 }
 
-export class ShapeError extends Error {}
+export { ShapeError };
 
 type Json = Record<string, unknown>;
-
-export function idArray(value: unknown, field: string): number[] {
-  if (!Array.isArray(value)) throw new ShapeError(`"${field}" must be an array of token ids`);
-  for (let i = 0; i < value.length; i++) {
-    const id = value[i];
-    if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > 0xffffffff) {
-      throw new ShapeError(`${field}[${i}]: expected a token id (non-negative integer), got ${JSON.stringify(id)}`);
-    }
-  }
-  return value as number[];
-}
 
 export function maskValues(value: unknown, field: string): number[] {
   if (!Array.isArray(value)) throw new ShapeError(`"${field}" must be an array of 0/1`);
@@ -139,14 +128,14 @@ function promptResponse(id: unknown, options: OptionValues, prompt: number[], re
 
 /** tinker `ModelInput` JSON: `{"chunks": [{"tokens": […], "type": "encoded_text"}]}` flattened, like `to_ints()`. */
 export function modelInputTokens(value: unknown, field: string): number[] {
-  if (Array.isArray(value)) return idArray(value, field);
+  if (Array.isArray(value)) return tokenArray(value, field);
   if (!isObject(value) || !Array.isArray(value.chunks)) throw new ShapeError(`"${field}" must be token ids or a ModelInput {"chunks": [{"tokens": […]}]}`);
   const ids: number[] = [];
   value.chunks.forEach((chunk, k) => {
     if (!isObject(chunk) || (chunk.type !== undefined && chunk.type !== 'encoded_text')) {
       throw new ShapeError(`${field}.chunks[${k}]: only encoded_text chunks hold token ids (got ${JSON.stringify(isObject(chunk) ? chunk.type : chunk)})`);
     }
-    for (const id of idArray(chunk.tokens, `${field}.chunks[${k}].tokens`)) ids.push(id);
+    for (const id of tokenArray(chunk.tokens, `${field}.chunks[${k}].tokens`)) ids.push(id);
   });
   return ids;
 }
@@ -201,7 +190,7 @@ const slice = (mask: ArrayLike<number>, start: number, end = mask.length) => Arr
 export const SHAPES: ShapeSpec[] = [
   {
     name: 'flat', framework: 'tagmask', keys: ['tokens'], maskKeys: ['mask'], hints: ['prompt_length'],
-    read: (value) => [flatRollout(value, idArray(value.tokens, 'tokens'))],
+    read: (value) => [flatRollout(value, tokenArray(value.tokens, 'tokens'))],
     writeBack: (value, _rollouts, [mask]) => ({ ...value, mask: Array.from(mask) }),
   },
   {
@@ -210,7 +199,7 @@ export const SHAPES: ShapeSpec[] = [
     read(value, id, options) {
       if (value.model_input === undefined && value.tokens === undefined) throw new ShapeError('tinker (datum): missing "tokens" (or "model_input")');
       const input = value.model_input !== undefined ? modelInputTokens(value.model_input, 'model_input') : modelInputTokens(value.tokens, 'tokens');
-      const targets = idArray(tensorData(value.target_tokens), 'target_tokens');
+      const targets = tokenArray(tensorData(value.target_tokens), 'target_tokens');
       sameLength(targets, 'target_tokens', input, 'input tokens');
       const tokens = targets.length ? [...input, targets[targets.length - 1]] : input;
       const flat = flatRollout({ id, prompt_length: value.prompt_length }, tokens);
@@ -236,15 +225,15 @@ export const SHAPES: ShapeSpec[] = [
   },
   {
     name: 'verl', framework: 'verl AgentLoopOutput', keys: ['prompt_ids', 'response_ids'], maskKeys: ['response_mask'],
-    read: (value, id, options) => [promptResponse(id, options, idArray(value.prompt_ids, 'prompt_ids'), idArray(value.response_ids, 'response_ids'),
+    read: (value, id, options) => [promptResponse(id, options, tokenArray(value.prompt_ids, 'prompt_ids'), tokenArray(value.response_ids, 'response_ids'),
       value.response_mask === undefined ? undefined : maskValues(value.response_mask, 'response_mask'), 'response_mask')],
     writeBack: (value, [rollout], [mask]) => ({ ...value, response_mask: slice(mask, rollout.promptLength) }),
   },
   {
     name: 'verl-padded', framework: 'verl batch (padded)', keys: ['prompts', 'responses', 'attention_mask'], maskKeys: ['response_mask'], hints: ['input_ids'],
     read(value, id, options) {
-      const prompts = idArray(value.prompts, 'prompts');
-      const responses = idArray(value.responses, 'responses');
+      const prompts = tokenArray(value.prompts, 'prompts');
+      const responses = tokenArray(value.responses, 'responses');
       const attention = maskValues(value.attention_mask, 'attention_mask');
       sameLength(attention, 'attention_mask', { length: prompts.length + responses.length }, 'prompts + responses');
       // Left padding on the prompt: its attention is 0…0 1…1; right padding on the response: 1…1 0…0.
@@ -271,10 +260,10 @@ export const SHAPES: ShapeSpec[] = [
   {
     name: 'verifiers', framework: 'verifiers', keys: ['prompt_ids', 'prompt_mask', 'completion_ids'], maskKeys: ['completion_mask'],
     read(value, id, options) {
-      const prompt = idArray(value.prompt_ids, 'prompt_ids');
+      const prompt = tokenArray(value.prompt_ids, 'prompt_ids');
       const promptMask = maskValues(value.prompt_mask, 'prompt_mask');
       sameLength(promptMask, 'prompt_mask', prompt, 'prompt_ids');
-      const completion = idArray(value.completion_ids, 'completion_ids');
+      const completion = tokenArray(value.completion_ids, 'completion_ids');
       const rollout: TokenRollout = { kind: 'tokens', id, tokens: prompt.concat(completion), promptLength: prompt.length, options };
       if (value.completion_mask !== undefined) {
         const completionMask = maskValues(value.completion_mask, 'completion_mask');
@@ -289,7 +278,7 @@ export const SHAPES: ShapeSpec[] = [
   {
     name: 'trl', framework: 'TRL', keys: ['prompt_ids', 'completion_ids'], maskKeys: ['completion_mask'], hints: ['tool_mask'],
     read(value, id, options) {
-      const completion = idArray(value.completion_ids, 'completion_ids');
+      const completion = tokenArray(value.completion_ids, 'completion_ids');
       let mask: number[] | undefined;
       let field = 'completion_mask';
       if (value.completion_mask !== undefined) {
@@ -302,7 +291,7 @@ export const SHAPES: ShapeSpec[] = [
           field = 'completion_mask*tool_mask';
         }
       }
-      return [promptResponse(id, options, idArray(value.prompt_ids, 'prompt_ids'), completion, mask, field)];
+      return [promptResponse(id, options, tokenArray(value.prompt_ids, 'prompt_ids'), completion, mask, field)];
     },
     writeBack(value, [rollout], [mask]) {
       // completion_mask stays TRL's (attention up to EOS); the action mask goes where TRL reads it: tool_mask.
@@ -315,7 +304,7 @@ export const SHAPES: ShapeSpec[] = [
     read(value, id, options) {
       const batch = Array.isArray(value.prompt_token_ids) && value.prompt_token_ids.length > 0 && Array.isArray(value.prompt_token_ids[0]);
       if (!batch) {
-        return [promptResponse(id, options, idArray(value.prompt_token_ids, 'prompt_token_ids'), idArray(value.response_ids, 'response_ids'),
+        return [promptResponse(id, options, tokenArray(value.prompt_token_ids, 'prompt_token_ids'), tokenArray(value.response_ids, 'response_ids'),
           value.loss_masks === undefined ? undefined : maskValues(value.loss_masks, 'loss_masks'), 'loss_masks')];
       }
       // A whole GeneratorOutput: lists of lists, one entry per rollout.
@@ -333,7 +322,7 @@ export const SHAPES: ShapeSpec[] = [
         // TrajectoryID.to_string() is f"{instance_id}_{repetition_id}".
         const trajectory = trajectories[k];
         const name = isObject(trajectory) && trajectory.instance_id !== undefined ? `${String(trajectory.instance_id)}_${String(trajectory.repetition_id)}` : `${id ?? ''}#${k}`;
-        return promptResponse(name, options, idArray(prompt, `prompt_token_ids[${k}]`), idArray(responses[k], `response_ids[${k}]`),
+        return promptResponse(name, options, tokenArray(prompt, `prompt_token_ids[${k}]`), tokenArray(responses[k], `response_ids[${k}]`),
           masks === undefined ? undefined : maskValues((masks as unknown[])[k], `loss_masks[${k}]`), `loss_masks[${k}]`);
       });
     },
@@ -346,7 +335,7 @@ export const SHAPES: ShapeSpec[] = [
   {
     name: 'slime', framework: 'slime Sample', keys: ['tokens', 'response_length'], maskKeys: ['loss_mask'],
     read(value, id, options) {
-      const tokens = idArray(value.tokens, 'tokens');
+      const tokens = tokenArray(value.tokens, 'tokens');
       const length = value.response_length;
       if (typeof length !== 'number' || !Number.isInteger(length) || length < 0 || length > tokens.length) {
         throw new ShapeError(`response_length: expected an integer in [0, ${tokens.length}], got ${JSON.stringify(length)}`);
@@ -361,7 +350,7 @@ export const SHAPES: ShapeSpec[] = [
   {
     name: 'openrlhf', framework: 'OpenRLHF Experience', keys: ['sequences'], maskKeys: ['action_mask'],
     read(value, id, options) {
-      const tokens = idArray(value.sequences, 'sequences');
+      const tokens = tokenArray(value.sequences, 'sequences');
       const rollout: TokenRollout = { kind: 'tokens', id, tokens, promptLength: -1, options };
       if (value.action_mask !== undefined) {
         const mask = maskValues(value.action_mask, 'action_mask');
@@ -375,7 +364,7 @@ export const SHAPES: ShapeSpec[] = [
   {
     name: 'areal', framework: 'AReaL', keys: ['input_ids'], maskKeys: ['loss_mask'],
     read(value, id, options) {
-      const tokens = idArray(value.input_ids, 'input_ids');
+      const tokens = tokenArray(value.input_ids, 'input_ids');
       const rollout: TokenRollout = { kind: 'tokens', id, tokens, promptLength: -1, options };
       if (value.loss_mask !== undefined) {
         const mask = maskValues(value.loss_mask, 'loss_mask');
@@ -389,8 +378,8 @@ export const SHAPES: ShapeSpec[] = [
   {
     name: 'prime-rl', framework: 'prime-rl token export', keys: ['token_ids', 'position_ids'], maskKeys: ['loss_mask'],
     read(value, id, options) {
-      const tokens = idArray(value.token_ids, 'token_ids');
-      const positions = idArray(value.position_ids, 'position_ids');
+      const tokens = tokenArray(value.token_ids, 'token_ids');
+      const positions = tokenArray(value.position_ids, 'position_ids');
       sameLength(positions, 'position_ids', tokens, 'token_ids');
       const mask = value.loss_mask === undefined ? undefined : maskValues(value.loss_mask, 'loss_mask');
       if (mask) sameLength(mask, 'loss_mask', tokens, 'token_ids');

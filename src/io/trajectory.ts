@@ -129,28 +129,25 @@ export function parseTrajectoryLine(value: unknown, where: string): ParsedTrajec
   return { id: value.id, trajectory: { transitions }, advantage };
 }
 
-export interface DatumJson {
-  id: unknown;
-  datum: number;
-  tokens: number[];
-  target_tokens: number[];
-  logprobs: number[];
-  advantages: number[];
-  mask: number[];
+/**
+ * One output line, `{"id","datum","tokens","target_tokens","logprobs","advantages","mask"}`, newline-terminated.
+ * `idJson` is the id already written as JSON. tinker's mask/advantages are float tensors (0.0/1.0); here they
+ * are plain JSON numbers (0, 1, or the advantage value), and a float32 is written as the double it is
+ * (-0.3 as -0.30000001192092896, what tinker's `.tolist()` gives), the same text JSON.stringify gives.
+ */
+export function datumJsonLine(idJson: string, index: number, datum: Datum): string {
+  return `{"id":${idJson},"datum":${index},"tokens":[${datum.tokens.join(',')}],"target_tokens":[${datum.target_tokens.join(',')}],` +
+    `"logprobs":[${datum.logprobs.join(',')}],"advantages":[${datum.advantages.join(',')}],"mask":[${datum.mask.join(',')}]}\n`;
 }
 
-/**
- * One output line. tinker's mask/advantages are float tensors (0.0/1.0); here
- * they are plain JSON numbers (0, 1, or the advantage value).
- */
-export function datumToJson(id: unknown, index: number, datum: Datum): DatumJson {
+/** One datum as a row of plain arrays (`{"datum","tokens",…,"mask"}`, no id), for writers that take values (Parquet). */
+export function datumRow(index: number, datum: Datum): { datum: number; tokens: number[]; target_tokens: number[]; logprobs: number[]; advantages: number[]; mask: number[] } {
   return {
-    id,
     datum: index,
-    tokens: datum.tokens,
-    target_tokens: datum.target_tokens,
-    logprobs: datum.logprobs,
-    advantages: datum.advantages,
-    mask: datum.mask,
+    tokens: Array.from(datum.tokens),
+    target_tokens: Array.from(datum.target_tokens),
+    logprobs: Array.from(datum.logprobs),
+    advantages: Array.from(datum.advantages),
+    mask: Array.from(datum.mask),
   };
 }

@@ -13,13 +13,13 @@
  * every network request.
  */
 import { createHash } from 'node:crypto';
-import { accessSync, constants, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { MaskResult } from '../index.ts';
 import type { Disagreement, DisagreementClass, Direction, Frame } from '../conformance.ts';
 import { KNOWN, SPECIAL, pieceOf, type ByteTable } from '../tokenizer/table.ts';
 import { PAGE_SCRIPT, PAGE_STYLE } from './html-page.ts';
+import { JsonlWriter } from '../io/jsonl.ts';
+import { idText } from '../io/lines.ts';
 
 export interface HtmlRollout {
   id: unknown;
@@ -108,7 +108,7 @@ export class HtmlReport {
     const summary = this.summary;
     summary.rollouts++;
     if (rollout.error !== undefined) summary.failed++;
-    const item: Record<string, unknown> = { i: rollout.id === undefined || rollout.id === null ? '' : String(rollout.id) };
+    const item: Record<string, unknown> = { i: rollout.id === undefined || rollout.id === null ? '' : idText(rollout.id) };
     if (rollout.group !== undefined) item.g = this.indexOf(this.groups, this.groupIndex, rollout.group);
     if (rollout.source !== undefined) item.src = rollout.source;
     item.t = this.encodeTokens(table, rollout.tokens);
@@ -280,34 +280,27 @@ function runLengths(mask: ArrayLike<number>): number[] {
 }
 
 /**
- * Fail before any work when the page could not be written: the folder must exist and be writable, and the
- * file must not be a folder.
+ * Open the page's output before any work, through the writer `-o` uses (src/io/jsonl.ts): a FIFO or a device
+ * is written through, a symlink's target replaced, a regular file written to an exclusively created
+ * temporary file renamed into place (removed on a signal or a failed run); a folder or an unwritable place
+ * fails here, before the rollouts are read.
  */
-export function checkHtmlTarget(file: string): void {
-  const folder = dirname(resolve(file));
-  try {
-    if (!statSync(folder).isDirectory()) throw new Error('not a folder');
-    accessSync(folder, constants.W_OK);
-  } catch (error) {
-    throw new Error(`--html ${file}: cannot write in ${folder} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
-  }
-  let target;
-  try { target = statSync(file); } catch { return; }
-  if (target.isDirectory()) throw new Error(`--html ${file}: is a folder`);
+export function openHtmlOutput(file: string): JsonlWriter {
+  return new JsonlWriter(file, { flag: '--html', gzip: false });
 }
 
-/** Write the page to `file` through a temporary file renamed into place: the file is complete or absent. Returns its size in bytes. */
-export function writeHtmlReport(file: string, report: HtmlReport): number {
-  const page = report.render();
-  const temporary = `${file}.${process.pid}.tmp`;
+/** Write the page to `output` (a path, or a writer from openHtmlOutput): the file is complete or absent. Returns its size in bytes. */
+export function writeHtmlReport(output: string | JsonlWriter, report: HtmlReport): number {
+  const writer = typeof output === 'string' ? openHtmlOutput(output) : output;
   try {
-    writeFileSync(temporary, page);
-    renameSync(temporary, file);
+    const page = report.render();
+    writer.write(page);
+    writer.close();
+    return Buffer.byteLength(page);
   } catch (error) {
-    rmSync(temporary, { force: true });
+    writer.abort();
     throw error;
   }
-  return Buffer.byteLength(page);
 }
 
 /** "12.3 MB" for a log line. */

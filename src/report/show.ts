@@ -5,15 +5,16 @@
  */
 import type { MaskResult } from '../index.ts';
 import { textOf, type ByteTable } from '../tokenizer/table.ts';
-import { formatDiagnostic } from './text.ts';
+import { formatDiagnostic, visibleText, visibleId } from './text.ts';
 
+const MARKERS = /[«»⟦⟧]/g;
 const ANSI = { action: '\u001b[32m', observation: '\u001b[2m', straddle: '\u001b[41;97m', reset: '\u001b[0m', bold: '\u001b[1m' };
 
 export function showRollout(table: ByteTable, id: unknown, tokens: ArrayLike<number>, result: MaskResult, color: boolean): string {
   const straddles = new Set(result.diagnostics.filter((item) => item.code === 'straddling-token').map((item) => item.token));
   const action = result.spans.reduce((sum, span) => sum + (span.role === 'action' ? span.end - span.start : 0), 0);
   const lines: string[] = [];
-  const title = `${String(id)}: ${tokens.length} tokens, ${action} action (${tokens.length ? ((100 * action) / tokens.length).toFixed(1) : '0.0'}%), ${result.spans.length} spans`;
+  const title = `${visibleId(id)}: ${tokens.length} tokens, ${action} action (${tokens.length ? ((100 * action) / tokens.length).toFixed(1) : '0.0'}%), ${result.spans.length} spans`;
   lines.push(color ? `${ANSI.bold}${title}${ANSI.reset}` : title);
 
   // Pieces by what they are (kinds do not matter here), neighbours of the same sort merged.
@@ -36,7 +37,11 @@ export function showRollout(table: ByteTable, id: unknown, tokens: ArrayLike<num
     add(span.role, start, span.end);
   }
   let body = '';
-  for (const { sort, text } of pieces) {
+  for (const { sort, text: raw } of pieces) {
+    // Token text is data: its control characters are shown, never obeyed, so it cannot paint itself as
+    // action or clear the screen; without colour the marker characters in it are written out too, so every
+    // « » ⟦ ⟧ on the screen is tagmask's own.
+    const text = color ? visibleText(raw) : visibleText(raw).replace(MARKERS, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
     if (color) body += `${ANSI[sort]}${text}${ANSI.reset}`;
     else body += sort === 'action' ? `«${text}»` : sort === 'straddle' ? `⟦${text}⟧` : text;
   }

@@ -12,6 +12,24 @@ import type { ExtensionCost, ExtensionSplit } from '../merge.ts';
 import type { RunSummary, Mode } from '../run.ts';
 import { suitePassed, type SuiteVerdict } from '../suites.ts';
 import { textOf, type ByteTable } from '../tokenizer/table.ts';
+import { idText } from '../io/lines.ts';
+
+// Characters a terminal acts on instead of showing: C0 and C1 controls (ESC starts colours, titles, screen
+// clears; CR and BS overwrite), DEL, line and paragraph separators, and the bidirectional overrides and
+// isolates that reorder what is shown. Tab and newline stay in text, not in ids.
+const CONTROLS_TEXT = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const CONTROLS_ID = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const escapeChar = (char: string) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
+/** Text as a terminal shows it, every control character written out as `\uXXXX` (as JSON writes it). */
+export function visibleText(text: string): string {
+  return text.replace(CONTROLS_TEXT, escapeChar);
+}
+
+/** An id for a terminal line: idText, with newlines and tabs written out too. */
+export function visibleId(id: unknown): string {
+  return idText(id).replace(CONTROLS_ID, escapeChar);
+}
 
 /** `severity code at token N: message`. */
 export function formatDiagnostic(item: Diagnostic): string {
@@ -41,12 +59,12 @@ export const clip = (text: string, length = 60) => JSON.stringify(text.length > 
  * `merge` in conformance; tagmask's side is always `protocol`.
  */
 export function formatDisagreement(id: unknown, run: Disagreement, side = 'given'): string {
-  return `${String(id)}: ${run.class} tokens [${run.start}, ${run.end}) ${side} ${run.given}, protocol ${run.protocol}: ${side === 'given' ? 'the given mask' : `the ${side}'s mask`} ${run.direction}: …${clip(run.before, 30)} ⟦${clip(run.text, 60)}⟧ ${clip(run.after, 30)}…`;
+  return `${visibleId(id)}: ${run.class} tokens [${run.start}, ${run.end}) ${side} ${run.given}, protocol ${run.protocol}: ${side === 'given' ? 'the given mask' : `the ${side}'s mask`} ${run.direction}: …${clip(run.before, 30)} ⟦${clip(run.text, 60)}⟧ ${clip(run.after, 30)}…`;
 }
 
 /** Said when a mask one shorter than the tokens is read in target space, so nobody reads its indices off by one. */
 export function formatFrame(id: unknown, maskLength: number, tokenCount: number): string {
-  return `${String(id)}: the mask has ${maskLength} values for ${tokenCount} tokens, read in target space (frame "targets": mask[i] is for token i + 1); token ranges below count tokens`;
+  return `${visibleId(id)}: the mask has ${maskLength} values for ${tokenCount} tokens, read in target space (frame "targets": mask[i] is for token i + 1); token ranges below count tokens`;
 }
 
 /**
@@ -102,10 +120,10 @@ export function formatSuite(verdict: SuiteVerdict): string {
     lines.push(`  merge         ${agreeingDatums}/${datums} datums of ${verdict.trajectories.length} trajectories agree with the transition merge (${agreeing}/${total} target tokens)`);
     for (const trajectory of verdict.trajectories) {
       for (const split of trajectory.splits) {
-        lines.push(`    ↳ ${String(trajectory.id)}: ${formatSplitNote(trajectory, split, 40)}`);
+        lines.push(`    ↳ ${visibleId(trajectory.id)}: ${formatSplitNote(trajectory, split, 40)}`);
       }
       for (const datum of trajectory.datums) for (const run of datum.disagreements) {
-        lines.push(`    ✖ ${formatDisagreement(`${String(trajectory.id)} datum ${datum.datum}`, run, 'merge')}`);
+        lines.push(`    ✖ ${formatDisagreement(`${idText(trajectory.id)} datum ${datum.datum}`, run, 'merge')}`);
       }
     }
   }

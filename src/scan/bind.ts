@@ -9,7 +9,7 @@
 import type { CompiledGrammar, Role } from '../grammar/compile.ts';
 import { buildDfa, interruptTrigger, type Dfa } from '../grammar/automata.ts';
 import { declaredLiterals, MAX_AUTOMATA, modelLiterals } from '../grammar/check.ts';
-import { optionValueProblem, type Grammar } from '../grammar/schema.ts';
+import { optionValueProblem, type Grammar, type OptionalRule } from '../grammar/schema.ts';
 import { KNOWN, type ByteTable } from '../tokenizer/table.ts';
 import { buildScanView } from '../tokenizer/special.ts';
 
@@ -37,6 +37,9 @@ export interface GrammarTables {
   replyText: Array<Uint8Array | undefined>;
   closeOptional: Uint8Array[][];
   promptOptional: Uint8Array[];
+  /** Per optional literal above: must it end a token, and the text that must follow it, in the scanner's bytes. */
+  closeOptionalCheck: OptionalCheck[][];
+  promptOptionalCheck: OptionalCheck[];
   headers: Uint8Array[];
   /** Per handover, the headers the model may sample right after it. */
   modelContinues: Uint8Array[][];
@@ -45,6 +48,8 @@ export interface GrammarTables {
    * `<｜tool▁calls▁end｜>`), so the model's automaton hears it again and its own handover follows.
    */
   modelContinuesHandsOver: boolean[][];
+  /** Per handover: the byte length of its `overlap` in the scanner's bytes (0: none). */
+  overlapLength: Int32Array;
   /**
    * Per automaton, per id: 1 when the token is known and none of its bytes can start a literal, so the
    * scanner may pass it with one lookup. Unknown ids read 0 (or undefined past the end): the scanner
@@ -57,11 +62,16 @@ export interface GrammarTables {
   isPadding: Uint8Array;
 }
 
+/** What else an optional literal needs to be the template's (schema.ts OptionalRule), in the scanner's bytes. */
+export interface OptionalCheck { endsToken: boolean; followedBy: Uint8Array | undefined }
+
 /** Everything the scanner reads: the shared tables and the option-dependent part. */
 export interface Bound extends GrammarTables {
   options: OptionValues;
   /** Per reply: its token budget, 0 for none. */
   budgets: Int32Array;
+  /** Per handover: is its overlap the following reply's (option `overlap_when` is 1)? */
+  overlapToReply: boolean[];
   /** Is each optional text after the prompt's end (or a header) / after each reply's close switched on? */
   promptOptionalOn: boolean[];
   replyOptionalOn: boolean[][];
@@ -96,15 +106,19 @@ function buildTables(grammar: CompiledGrammar, table: ByteTable): GrammarTables 
     return { ...literal, bytes: trigger, back: bytesToEnd };
   })));
   const maybe = (literal: string | undefined) => (literal === undefined ? undefined : encode(literal));
+  const check = (rule: OptionalRule): OptionalCheck => ({ endsToken: rule.ends_token, followedBy: maybe(rule.followed_by) });
   const literals = {
     dfas,
     replyOpen: grammar.replies.map((reply) => maybe(reply.openText)),
     replyText: grammar.replies.map((reply) => maybe(reply.textText)),
     closeOptional: grammar.replies.map((reply) => reply.closeOptionalText.map(encode)),
     promptOptional: grammar.promptOptionalText.map(encode),
+    closeOptionalCheck: grammar.replies.map((reply) => reply.closeOptionalRules.map(check)),
+    promptOptionalCheck: grammar.promptOptionalRules.map(check),
     headers: grammar.headers.map(encode),
     modelContinues: grammar.handovers.map((handover) => handover.modelContinues.map(encode)),
     modelContinuesHandsOver: grammar.grammar.handovers.map((handover) => handover.model_continues.map((literal) => grammar.grammar.handovers.some((other) => other.after === literal))),
+    overlapLength: Int32Array.from(grammar.handovers, (handover) => (handover.overlap === undefined ? 0 : encode(handover.overlap).length)),
   };
   const { size, pieces, offsets, flags } = view.table;
   // Which automata can each token's bytes start? One pass over all pieces per 32 automata (a bit each).
@@ -170,13 +184,15 @@ export function bind(grammar: CompiledGrammar, table: ByteTable, overrides: Opti
   const maskOf: Record<Role, number> = { prompt: 0, action: 1, observation: 0, trailing: afterEnd };
   const stateMask = Int8Array.from(grammar.states, (state) => (state.role === undefined ? -1 : maskOf[state.role]));
   const on = (option: string | undefined) => option === undefined || options[option] === 1;
+  const onUnless = (option: string | undefined, rule: OptionalRule) => on(option) && (rule.unless === undefined || options[rule.unless] !== 1);
   // Every field spelled out, in one order (no spread): each Bound gets the same hidden class, so the scanner's
   // property loads stay monomorphic across option sets (a spread made each new binding's first scans slow).
-  const { scan, dfas, replyOpen, replyText, closeOptional, promptOptional, headers, modelContinues, modelContinuesHandsOver, skip, memo, isPadding } = tables;
+  const { scan, dfas, replyOpen, replyText, closeOptional, promptOptional, closeOptionalCheck, promptOptionalCheck, headers, modelContinues, modelContinuesHandsOver, overlapLength, skip, memo, isPadding } = tables;
   return {
-    grammar, table, scan, dfas, replyOpen, replyText, closeOptional, promptOptional, headers, modelContinues, modelContinuesHandsOver, skip, memo, isPadding,
+    grammar, table, scan, dfas, replyOpen, replyText, closeOptional, promptOptional, closeOptionalCheck, promptOptionalCheck, headers, modelContinues, modelContinuesHandsOver, overlapLength, skip, memo, isPadding,
     options, budgets, stateMask, straddleMask: options.straddle ?? 0,
-    promptOptionalOn: grammar.promptOptionalWhen.map(on),
-    replyOptionalOn: grammar.replies.map((reply) => reply.closeOptionalWhen.map(on)),
+    overlapToReply: grammar.handovers.map((handover) => handover.overlapWhen !== undefined && options[handover.overlapWhen] === 1),
+    promptOptionalOn: grammar.promptOptionalWhen.map((option, i) => onUnless(option, grammar.promptOptionalRules[i])),
+    replyOptionalOn: grammar.replies.map((reply) => reply.closeOptionalWhen.map((option, i) => onUnless(option, reply.closeOptionalRules[i]))),
   };
 }

@@ -11,7 +11,7 @@
 import type { DfaLiteral, StateInfo } from '../grammar/compile.ts';
 import { KNOWN } from '../tokenizer/table.ts';
 import { RolloutError } from '../diagnostics.ts';
-import type { Bound } from './bind.ts';
+import type { Bound, OptionalCheck } from './bind.ts';
 import { atLineStart, checkIds, Cursor, findTagEnd, matchForward, onlyWhitespaceBefore, retreat, skipWhitespace, unknownToken } from './cursor.ts';
 
 const MEMO_BITS = 12;
@@ -140,14 +140,22 @@ function atHandover(c: Cursor, info: StateInfo): boolean {
       return true;
     }
   }
+  // A stop string whose last part opens the next reply (`\n\nUser:`, GLM's `<|user|>`): the replies are looked
+  // for from that part's first byte; it is the reply's only where the option says so, else the model's.
+  let fromToken = token;
+  let fromOffset = offset;
+  const overlap = c.bound.overlapLength[info.handover];
+  if (overlap > 0 && retreat(c, token, offset, overlap)) { fromToken = c.atToken; fromOffset = c.atOffset; }
   let reply = -1;
   for (const r of handovers[info.handover].replies) {
-    if (matchForward(c, c.padStart, token, offset, replyOpen[r] ?? replyText[r]!)) { reply = r; break; }
+    if (matchForward(c, c.padStart, fromToken, fromOffset, replyOpen[r] ?? replyText[r]!)) { reply = r; break; }
   }
   if (reply >= 0) {
     const endToken = c.atToken;
     const endOffset = c.atOffset;
-    enter(c, fire(c, replies[reply].event, token), token, offset);
+    const replyToken = c.bound.overlapToReply[info.handover] ? fromToken : token;
+    const replyOffset = c.bound.overlapToReply[info.handover] ? fromOffset : offset;
+    enter(c, fire(c, replies[reply].event, replyToken), replyToken, replyOffset);
     c.replyStart = token;
     c.moveTo(endToken, endOffset);
     // A fixed text is the whole reply; an envelope goes on until its close.
@@ -244,14 +252,26 @@ function atHeader(c: Cursor, literal: DfaLiteral): void {
 
 /** After a header's last byte: the template's optional text, then the model's turn. */
 function afterHeader(c: Cursor): void {
-  skipOptional(c, c.bound.promptOptional, c.bound.promptOptionalOn);
+  skipOptional(c, c.bound.promptOptional, c.bound.promptOptionalOn, c.bound.promptOptionalCheck);
   enter(c, fire(c, c.bound.grammar.event.replyEnd, c.token), c.token, c.offset);
 }
 
-/** Past the first switched-on optional literal that stands at the cursor, if any. */
-function skipOptional(c: Cursor, optional: Uint8Array[], on: boolean[]): void {
+/**
+ * Past the first switched-on optional literal that stands at the cursor, if any, and whose rules hold: it
+ * ends a token where it must (`<think>\n` as a generation prompt's prefill ends one; inside a history
+ * turn's `<think>\n\n</think>` its `\n` is half of one `\n\n` token), and the text it must be followed by follows.
+ */
+function skipOptional(c: Cursor, optional: Uint8Array[], on: boolean[], checks: OptionalCheck[]): void {
+  const { offsets } = c.bound.scan;
   for (let i = 0; i < optional.length; i++) {
-    if (on[i] && matchForward(c, c.padStart, c.token, c.offset, optional[i])) { c.moveToEnd(); return; }
+    if (!on[i] || !matchForward(c, c.padStart, c.token, c.offset, optional[i])) continue;
+    const endToken = c.atToken;
+    const endOffset = c.atOffset;
+    const { endsToken, followedBy } = checks[i];
+    if (endsToken && endOffset !== offsets[c.ids[endToken] + 1] - offsets[c.ids[endToken]]) continue;
+    if (followedBy && !matchForward(c, c.padStart, endToken, endOffset, followedBy)) continue;
+    c.moveTo(endToken, endOffset);
+    return;
   }
 }
 
@@ -295,9 +315,9 @@ function atPlainLiteral(c: Cursor, literal: DfaLiteral, info: StateInfo): void {
   const { grammar } = c.bound;
   const { event } = grammar;
   c.moveToEnd();
-  if (literal.event === event.promptEnd) skipOptional(c, c.bound.promptOptional, c.bound.promptOptionalOn);
+  if (literal.event === event.promptEnd) skipOptional(c, c.bound.promptOptional, c.bound.promptOptionalOn, c.bound.promptOptionalCheck);
   else if (literal.event === event.replyEnd) {
-    skipOptional(c, c.bound.closeOptional[info.reply], c.bound.replyOptionalOn[info.reply]);
+    skipOptional(c, c.bound.closeOptional[info.reply], c.bound.replyOptionalOn[info.reply], c.bound.closeOptionalCheck[info.reply]);
     // A repeating reply (tool outputs back to back): its own open right after the close continues it.
     const open = c.bound.replyOpen[info.reply];
     if (grammar.replies[info.reply].repeats && matchForward(c, c.padStart, c.token, c.offset, open!)) { c.moveToEnd(); return; }

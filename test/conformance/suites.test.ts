@@ -8,7 +8,6 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { findSuites, MaskerPool, proveSuite } from '../../src/suites.ts';
-import { readRolloutLine } from '../../src/io/rollout.ts';
 import { loadGrammar, loadTokenizer, Masker } from '../../src/index.ts';
 import { trajectoryToData } from '../../src/merge.ts';
 import { parseTrajectoryLine } from '../../src/io/trajectory.ts';
@@ -33,10 +32,9 @@ describe.each(suites.filter((suite) => suite.rollouts && readFileSync(suite.roll
     const pool = await MaskerPool.open(suite.grammar, suite.tokenizer, suite.options);
     let compared = 0;
     for (const text of readFileSync(suite.rollouts!, 'utf8').split('\n').filter(Boolean)) {
-      const line = JSON.parse(text) as { id: string; expected_attrs?: Array<{ tag: string; name: string }> };
+      const line = JSON.parse(text) as { id: string; tokens: number[]; prompt_length?: number; options?: Record<string, number>; expected_attrs?: Array<{ tag: string; name: string }> };
       if (!line.expected_attrs) continue;
-      const rollout = readRolloutLine(text);
-      const { spans } = pool.get(rollout.options).mask(rollout.tokens, { promptLength: rollout.promptLength });
+      const { spans } = pool.get(line.options ?? {}).mask(line.tokens, { promptLength: line.prompt_length });
       const read = spans.filter((span) => span.attrs).map((span) => ({ tag: span.tag, name: span.attrs!.name }));
       expect(read, line.id).toEqual(line.expected_attrs);
       compared++;
@@ -56,7 +54,7 @@ describe('tutorial 404 through the masker', () => {
     const masksOf = (id: string) => {
       const { trajectory } = parseTrajectoryLine(lines.find((line) => line.id === id), id);
       return trajectoryToData(trajectory).map((datum) => {
-        const stream = datum.tokens.concat(datum.target_tokens.slice(-1));
+        const stream = datum.sequence;
         // Target space: mask[i] belongs to tokens[i + 1].
         return Array.from(masker.mask(stream, { promptLength: datum.firstObservationLength }).mask.subarray(1));
       });

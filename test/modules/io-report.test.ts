@@ -3,7 +3,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { MAX_TOKEN_ID, tokenArray } from '../../src/io/json.ts';
-import { readRolloutLine } from '../../src/io/rollout.ts';
+import { readRecord } from '../../src/io/records.ts';
 import { parseTrajectoryLine } from '../../src/io/trajectory.ts';
 import { conformanceRecords } from '../../src/report/json.ts';
 import { formatDiagnostic, formatRunSummary } from '../../src/report/text.ts';
@@ -11,12 +11,15 @@ import type { SuiteVerdict } from '../../src/suites.ts';
 
 describe('one token-id bound for every reader', () => {
   it('mask\'s reader and merge\'s reader accept and reject the same ids', () => {
+    // A line's bytes (the byte reader of "tokens") and a parsed row (Parquet: the shape registry) alike.
+    const readBytes = (tokens: number[]) => readRecord({ number: 1, bytes: Buffer.from(JSON.stringify({ tokens })) }, undefined, false).line.rollouts[0];
+    const readValue = (tokens: number[]) => readRecord({ number: 1, value: { tokens } }, undefined, false).line.rollouts[0];
     for (const id of [0, 7, MAX_TOKEN_ID]) {
-      expect(readRolloutLine(JSON.stringify({ tokens: [id] })).tokens).toEqual([id]);
+      for (const read of [readBytes, readValue]) expect(Array.from((read([id]) as { tokens: ArrayLike<number> }).tokens)).toEqual([id]);
       expect(parseTrajectoryLine({ id: 1, transitions: [{ ob: [id], ac: { tokens: [] } }] }, 'w').trajectory.transitions[0].ob).toEqual([id]);
     }
     for (const id of [-1, 1.5, MAX_TOKEN_ID + 1, 2 ** 53 - 1]) {
-      expect(() => readRolloutLine(JSON.stringify({ tokens: [id] }))).toThrow(/tokens\[0\]/);
+      for (const read of [readBytes, readValue]) expect(() => read([id])).toThrow(/tokens\[0\]/);
       expect(() => parseTrajectoryLine({ id: 1, transitions: [{ ob: [id], ac: { tokens: [] } }] }, 'w')).toThrow(/w: transitions\[0\]\.ob\[0\]/);
     }
     expect(() => tokenArray('x', 'f')).toThrow('f: expected an array of token ids');

@@ -10,6 +10,6 @@ describe('package exports', () => {
       expect((api as Record<string, unknown>)[name], name).toBeDefined();
     }
     // One transition: observation [1, 2], action [3, 4]. Targets are [2, 3, 4]; only 3 and 4 are sampled.
-    expect(api.trajectoryToData({ transitions: [{ ob: [1, 2], ac: { tokens: [3, 4], logprobs: [0, 0] } }] })[0].mask).toEqual([0, 1, 1]);
+    expect(api.trajectoryToData({ transitions: [{ ob: [1, 2], ac: { tokens: [3, 4], logprobs: [0, 0] } }] })[0].mask).toEqual(Uint8Array.from([0, 1, 1]));
   });
 });

@@ -1,7 +1,7 @@
 /**
- * Self-consistency of the harmony and deepseek-v3 sample suites, without any masker: the files are what
+ * Self-consistency of the harmony, deepseek-v3 and qwen3_5 sample suites, without any masker: the files are what
  * samples/build/{harmony,deepseek}.ts construct, and the construction keeps the protocol facts it claims.
- * Regenerate with `npx tsx samples/build/harmony.ts` and `npx tsx samples/build/deepseek.ts`.
+ * Regenerate with `npx tsx samples/build/harmony.ts`, `npx tsx samples/build/deepseek.ts` and `npx tsx samples/build/qwen3_5.ts`.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -10,10 +10,14 @@ import { SAMPLES_DIR } from '../../samples/build/search-r1.ts';
 import { familyTokenizer, tokenizeFamilyCase } from '../../samples/build/family-kit.ts';
 import { harmonyCases, HARMONY_TARGETS } from '../../samples/build/harmony.ts';
 import { deepseekCases, DEEPSEEK_TARGETS } from '../../samples/build/deepseek.ts';
+import { qwen35Cases, QWEN3_5_TARGETS } from '../../samples/build/qwen3_5.ts';
+import { roleColonCases, ROLE_COLON_TARGETS } from '../../samples/build/role-colon.ts';
 
 const TARGETS = [
   ...HARMONY_TARGETS.map((target) => ({ target, cases: () => harmonyCases(target.tokenizer === 'gptoss') })),
   ...DEEPSEEK_TARGETS.map((target) => ({ target, cases: () => deepseekCases(target.tokenizer === 'deepseek') })),
+  ...QWEN3_5_TARGETS.map((target) => ({ target, cases: qwen35Cases })),
+  ...ROLE_COLON_TARGETS.map((target) => ({ target, cases: roleColonCases })),
 ];
 
 const lines = (folder: string, file: string) => readFileSync(path.join(SAMPLES_DIR, folder, file), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
@@ -65,6 +69,24 @@ describe.each(TARGETS)('samples/$target.folder', ({ target, cases }) => {
         expect(ids).toBe(texts - 1);
       });
     }
+  } else if (target.grammar === 'role_colon') {
+    it('role_colon: every sampled turn but a cut or EOS-ended one ends with the stop string; replies end with the generation prompt', () => {
+      for (const b of built) {
+        for (const s of b.segments.filter((segment) => segment.kind === 'action').slice(0, -1)) expect(s.text.endsWith('\n\nUser:'), b.chatCase.id).toBe(true);
+        for (const s of b.segments.filter((segment) => segment.kind === 'observation')) expect(s.text).toMatch(/^ [^]*\n\nAssistant:$/);
+      }
+    });
+  } else if (target.grammar === 'qwen3_5') {
+    it('Qwen3.5: every reply opens a turn after the sampled <|im_end|> and ends with the generation prompt and its prefill', () => {
+      for (const b of built) {
+        for (const s of b.segments.filter((segment) => segment.kind === 'observation')) {
+          if (b.chatCase.statePromptLength) continue;
+          expect(s.text).toMatch(/^\n<\|im_start\|>(user|system)\n/);
+          expect(s.text.endsWith('<|im_end|>\n<|im_start|>assistant\n<think>\n'), b.chatCase.id).toBe(true);
+        }
+        for (const s of b.segments.filter((segment) => segment.kind === 'action').slice(0, -1)) expect(s.text.endsWith('<|im_end|>'), b.chatCase.id).toBe(true);
+      }
+    });
   } else {
     it('DeepSeek: replies after tool calls are tool outputs with no <｜Assistant｜>; user replies end with <｜Assistant｜> and what its generation prompt adds', () => {
       for (const b of built) {

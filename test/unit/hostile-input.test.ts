@@ -5,14 +5,15 @@
  * is corrupted or stale; grammar paths that are empty, folders or endless devices. Each gets the same kind
  * of located error as any other wrong name or number, never a crash and never a silent wrong answer.
  */
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync, copyFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync, copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildByteTable, checkGrammarFile, loadGrammar, loadTokenizer, Masker } from '../../src/index.ts';
 import { resolveGrammarPath } from '../../src/grammar/load.ts';
 import { optionSets } from '../../src/commands/args.ts';
-import { readOptions } from '../../src/io/rollout.ts';
+import { readOptions } from '../../src/io/shapes.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'tagmask-hostile-input-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -132,6 +133,61 @@ describe('tokenizer.json ids and the byte-table cache', () => {
       utimesSync(file, atime, mtime);
       const changed = (await loadTokenizer(file)).table;
       expect(new TextDecoder().decode(changed.pieces.subarray(changed.offsets[0], changed.offsets[1]))).toBe('<UNK>');
+    } finally {
+      if (previous === undefined) delete process.env.TAGMASK_CACHE;
+      else process.env.TAGMASK_CACHE = previous;
+    }
+  });
+});
+
+describe('issue 20: tokenizer paths and a cache someone else could write', () => {
+  it('a tokenizer.json that is a folder is named, never a bare EISDIR', async () => {
+    const model = mkdtempSync(join(dir, 'model-'));
+    mkdirSync(join(model, 'tokenizer.json'));
+    await expect(loadTokenizer(model)).rejects.toThrow(`${join(model, 'tokenizer.json')}: is a folder`);
+  });
+
+  it('the cache is named by the content digest of the tokenizer files, and a cache file others may write is never read', async () => {
+    const folder = mkdtempSync(join(dir, 'tok-'));
+    const cache = mkdtempSync(join(dir, 'cache-'));
+    const file = join(folder, 'tokenizer.json');
+    copyFileSync(TUTORIAL_TOKENIZER, file);
+    const previous = process.env.TAGMASK_CACHE;
+    process.env.TAGMASK_CACHE = cache;
+    try {
+      const fresh = (await loadTokenizer(file)).table;
+      const [cached] = readdirSync(cache);
+      // The name is the SHA-256 of tokenizer.json's bytes and a marker for "no tokenizer_config.json" (independently computed).
+      expect(cached).toBe(`${createHash('sha256').update(readFileSync(file)).update('-').digest('hex').slice(0, 40)}.bin`);
+      expect(statSync(join(cache, cached)).mode & 0o022).toBe(0);
+      // Forge it: other pieces for token 0, with every digest made consistent again, as a writer of a shared cache could.
+      const bytes = readFileSync(join(cache, cached));
+      const headerLength = bytes.readUInt32LE(0);
+      const header = JSON.parse(bytes.subarray(4, 4 + headerLength).toString('utf8'));
+      let at = 4 + headerLength;
+      at += (4 - (at % 4)) % 4;
+      const payload = bytes.subarray(at);
+      const offsetsBytes = (header.size + 1) * 4;
+      const pieces = payload.subarray(offsetsBytes + header.size);
+      pieces[0] ^= 0x20; // "<unk>" → "\x1cunk>"
+      header.payload = createHash('sha256').update(payload.subarray(0, offsetsBytes)).update(payload.subarray(offsetsBytes, offsetsBytes + header.size)).update(pieces).digest('hex');
+      const newHeader = Buffer.from(JSON.stringify(header));
+      const length = Buffer.alloc(4);
+      length.writeUInt32LE(newHeader.length);
+      const pad = Buffer.alloc((4 - ((4 + newHeader.length) % 4)) % 4);
+      const forged = Buffer.concat([length, newHeader, pad, payload]);
+      writeFileSync(join(cache, cached), forged, { mode: 0o666 });
+      chmodSync(join(cache, cached), 0o666);
+      const again = (await loadTokenizer(file)).table;
+      expect(Buffer.from(again.pieces).equals(Buffer.from(fresh.pieces))).toBe(true);
+      // A link planted in the cache, pointing at the forged bytes, is not read either.
+      const elsewhere = join(dir, `forged-${++counter}.bin`);
+      writeFileSync(elsewhere, forged, { mode: 0o644 });
+      rmSync(join(cache, cached));
+      symlinkSync(elsewhere, join(cache, cached));
+      const linked = (await loadTokenizer(file)).table;
+      expect(Buffer.from(linked.pieces).equals(Buffer.from(fresh.pieces))).toBe(true);
+      expect(readFileSync(elsewhere).equals(forged)).toBe(true); // the link's target is never written either
     } finally {
       if (previous === undefined) delete process.env.TAGMASK_CACHE;
       else process.env.TAGMASK_CACHE = previous;

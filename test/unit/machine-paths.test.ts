@@ -59,7 +59,10 @@ function segmentsOf(grammar: CompiledGrammar, eventType: string, state: { reply?
     case 'INTERRUPT': return [{ text: spec.replies[name].text!, role: 0 }];
     case 'REPLY': {
       const reply = spec.replies[name];
-      return [{ text: reply.text ?? `${reply.open!} reply body `, role: 0 }];
+      // After a stop string whose last part opens the reply (`\n\nUser:` then `User: …`), that part is written once.
+      const overlap = state.handover === undefined ? undefined : spec.handovers[state.handover].overlap;
+      const open = overlap !== undefined && reply.open?.startsWith(overlap) ? reply.open.slice(overlap.length) : reply.open;
+      return [{ text: reply.text ?? `${open!} reply body `, role: 0 }];
     }
     case 'REPLY_END': {
       const reply = spec.replies[state.reply!];
@@ -67,7 +70,11 @@ function segmentsOf(grammar: CompiledGrammar, eventType: string, state: { reply?
       return [{ text: reply.close!, role: 0 }];
     }
     // Text no reply explains: the model's, unless it already sampled its stop token (then it is not).
-    case 'CONTINUE': return [{ text: ' zz text after the handover ', role: state.modelStopped ? 0 : 1 }];
+    // After a stop string that opens a reply (`\n\nUser:`), text that is no reply must not look like its open.
+    case 'CONTINUE': {
+      const overlap = state.handover === undefined ? undefined : spec.handovers[state.handover].overlap;
+      return [{ text: overlap === undefined ? ' zz text after the handover ' : 'zz text after the handover ', role: state.modelStopped ? 0 : 1 }];
+    }
     // The reply's own opening again, inside the reply: still the environment's text.
     case 'REOPEN': return [{ text: `${spec.replies[state.reply!].open!} more reply `, role: 0 }];
     // A template header: never the model's, wherever it stands (after a handover, or inside a model turn).

@@ -5,11 +5,12 @@ import { PreTrainedTokenizer } from '@huggingface/transformers';
 import {
   PARSE_ERROR_MASKED_METRIC_KEY,
   auditExtension,
-  trajectoryToData,
+  trajectoryToData as typedTrajectoryToData,
+  type Datum,
   type Trajectory,
   type Transition,
 } from '../../src/merge.ts';
-import { datumToJson, parseTrajectoryLine } from '../../src/io/trajectory.ts';
+import { datumJsonLine, parseTrajectoryLine } from '../../src/io/trajectory.ts';
 
 // Every expected array below is written by hand (or, for tutorial 404, copied
 // from the tutorial's printed output in samples/tutorial-404/expected.json);
@@ -17,6 +18,17 @@ import { datumToJson, parseTrajectoryLine } from '../../src/io/trajectory.ts';
 
 const sampleDir = fileURLToPath(new URL('../../samples/tutorial-404/', import.meta.url));
 const readSample = (name: string): string => readFileSync(sampleDir + name, 'utf8');
+
+/** A datum as plain arrays (the expectations below are written as such), without the unshifted `sequence`. */
+const plain = ({ sequence: _, ...datum }: Datum) => ({
+  ...datum,
+  tokens: Array.from(datum.tokens),
+  target_tokens: Array.from(datum.target_tokens),
+  logprobs: Array.from(datum.logprobs),
+  advantages: Array.from(datum.advantages),
+  mask: Array.from(datum.mask),
+});
+const trajectoryToData = (...args: Parameters<typeof typedTrajectoryToData>) => typedTrajectoryToData(...args).map(plain);
 
 function t(
   ob: number[],
@@ -72,14 +84,30 @@ describe('tutorial 404 (printed outputs of tinker-cookbook tutorials/404_sequenc
     ]);
   });
 
-  it('datumToJson emits the output line shape with plain numbers', () => {
+  it('datumJsonLine emits the output line shape with plain numbers', () => {
     const { id, trajectory } = byId.get('split')!;
-    const [first] = trajectoryToData(trajectory, 1);
-    expect(JSON.stringify(datumToJson(id, 0, first))).toBe(
+    const [first] = typedTrajectoryToData(trajectory, 1);
+    expect(datumJsonLine(JSON.stringify(id), 0, first)).toBe(
       '{"id":"split","datum":0,"tokens":[100,101,200],"target_tokens":[101,200,201],' +
         // -0.3 in float32, as tinker's tensor gives it back.
-        '"logprobs":[0,-0.5,-0.30000001192092896],"advantages":[0,1,1],"mask":[0,1,1]}',
+        '"logprobs":[0,-0.5,-0.30000001192092896],"advantages":[0,1,1],"mask":[0,1,1]}\n',
     );
+  });
+
+  it('the one-token shift is a view: tokens and target_tokens are the unshifted sequence less one end', () => {
+    const { trajectory } = byId.get('split')!;
+    const [first] = typedTrajectoryToData(trajectory, 1);
+    expect(Array.from(first.sequence)).toEqual([100, 101, 200, 201]);
+    expect(first.tokens.buffer).toBe(first.sequence.buffer);
+    expect(first.target_tokens.buffer).toBe(first.sequence.buffer);
+    expect(first.tokens.byteOffset).toBe(first.sequence.byteOffset);
+    expect(first.target_tokens.byteOffset).toBe(first.sequence.byteOffset + 4);
+  });
+
+  it('an id a token array cannot hold is an error naming its place, not a wrapped number', () => {
+    expect(() => typedTrajectoryToData({ transitions: [t([1, 2], [3]), t([1, 2, 3, -1], [4])] })).toThrow(/transitions\[1\]\.ob\[3\]: expected a token id.*got -1/);
+    expect(() => typedTrajectoryToData({ transitions: [t([1, 2], [2 ** 32])] })).toThrow(/transitions\[0\]\.ac\.tokens\[0\]/);
+    expect(() => typedTrajectoryToData({ transitions: [t([1, 2], [1.5])] })).toThrow(/transitions\[0\]\.ac\.tokens\[0\]/);
   });
 });
 

@@ -8,7 +8,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadTokenizer, type LoadedTokenizer } from '../../src/index.ts';
 import { MaskerPool } from '../../src/suites.ts';
-import { readShaped } from '../../src/io/shapes.ts';
+import { readShaped, type MessagesRollout } from '../../src/io/shapes.ts';
+import { prepareMessages } from '../../src/io/chat.ts';
 import { auditPrepared, maskPrepared, prepareRollout, spansWithChars } from '../../src/io/prepare.ts';
 import { tokenCharOffsets } from '../../src/io/text.ts';
 import { pieceOf } from '../../src/tokenizer/table.ts';
@@ -160,14 +161,15 @@ describe('chat messages', () => {
    * wrote and its stop token, as a sampler returns them (Qwen3 puts an empty think block into the generation
    * prompt of a final turn: rendered there, it is the template's).
    */
-  function construct(messages: Array<Record<string, unknown>>): Built {
+  function construct(messages: Array<Record<string, unknown>>, sampledOf: (message: Record<string, unknown>, index: number) => string = (message) => `${message.content as string}<|im_end|>`): Built {
     const whole = hf.apply_chat_template(messages, { tokenize: false }) as string;
     const pieces: Array<{ role: 'observation' | 'action'; text: string }> = [];
     let at = 0;
-    for (const message of messages) {
+    for (const [index, message] of messages.entries()) {
       if (message.role !== 'assistant') continue;
-      const sampled = `${message.content as string}<|im_end|>`;
-      const found = whole.indexOf(sampled, at);
+      const sampled = sampledOf(message, index);
+      // After this turn's header: what the model sampled comes after it (an empty message's <|im_end|> too).
+      const found = whole.indexOf(sampled, whole.indexOf('<|im_start|>assistant\n', at));
       expect(found).toBeGreaterThanOrEqual(at);
       pieces.push({ role: 'observation', text: whole.slice(at, found) }, { role: 'action', text: sampled });
       at = found + sampled.length;
@@ -198,6 +200,85 @@ describe('chat messages', () => {
     expect(differences(prepared.rollout.given!.values, expected.expected)).toEqual([]);
     expect(audit).toEqual([]);
   });
+
+  // Issue 20 item 7. What Qwen3 samples in a thinking turn, as transformers renders it (the template writes
+  // `<think>\n` + reasoning + `\n</think>\n\n` + content into a turn after the last query, and only the content into
+  // earlier ones): the model wrote the whole block, from its `<think>` to its `<|im_end|>` (tinker-cookbook
+  // renderers/qwen3.py @ 9dfcc3a2 trains the same framed block).
+  const thinking = (reasoning: string, content: string) => `<think>\n${reasoning}\n</think>\n\n${content}<|im_end|>`;
+
+  it('a last turn thinking in its content: the model\'s <think> block and answer are attributed, and check agrees', () => {
+    const messages = [
+      { role: 'user', content: 'weather in Paris?' },
+      { role: 'assistant', content: 'Sunny.' },
+      { role: 'user', content: 'and tomorrow?' },
+      { role: 'assistant', content: '<think>\nThe forecast says rain.\n</think>\n\nRain.' },
+    ];
+    const expected = construct(messages, (message, index) => (index === 3 ? thinking('The forecast says rain.', 'Rain.') : `${message.content as string}<|im_end|>`));
+    const [{ prepared, audit, codes }] = run(tools, { messages });
+    expect(Array.from(prepared.rollout.tokens)).toEqual(expected.ids);
+    expect(differences(prepared.rollout.given!.values, expected.expected)).toEqual([]);
+    expect(codes).not.toContain('message-not-attributed');
+    expect(audit).toEqual([]);
+  });
+
+  it('a last turn with reasoning_content: attributed from its <think> on, and check agrees', () => {
+    const messages = [
+      { role: 'user', content: 'weather in Paris?' },
+      { role: 'assistant', content: 'Rain.', reasoning_content: 'The forecast says rain.' },
+    ];
+    const expected = construct(messages, () => thinking('The forecast says rain.', 'Rain.'));
+    const [{ prepared, audit, codes }] = run(tools, { messages });
+    expect(differences(prepared.rollout.given!.values, expected.expected)).toEqual([]);
+    expect(codes).not.toContain('message-not-attributed');
+    expect(audit).toEqual([]);
+  });
+
+  it('an empty assistant message keeps its sampled <|im_end|>, in the history and as the last turn', () => {
+    const messages = [
+      { role: 'user', content: 'say nothing' },
+      { role: 'assistant', content: '' },
+      { role: 'user', content: 'again' },
+      { role: 'assistant', content: '' },
+    ];
+    const expected = construct(messages, () => '<|im_end|>');
+    expect(expected.expected.filter((bit) => bit === 1)).toHaveLength(2);
+    const [{ prepared, codes }] = run(tools, { messages });
+    expect(differences(prepared.rollout.given!.values, expected.expected)).toEqual([]);
+    expect(codes).not.toContain('message-not-attributed');
+  });
+
+  it('content holding U+E000 (or any private-use character) is attributed like any other', () => {
+    const messages = [
+      { role: 'user', content: 'echo \uE000 and \uE001' },
+      { role: 'assistant', content: 'here: \uE000 \uE001 \uE002' },
+    ];
+    const expected = construct(messages);
+    const [{ prepared, codes }] = run(tools, { messages });
+    expect(differences(prepared.rollout.given!.values, expected.expected)).toEqual([]);
+    expect(codes).not.toContain('message-not-attributed');
+  });
+
+  // Issue 20 item 8: attribution was one rendering per assistant message (250 turns: 52 s; 1,000: 452 s).
+  it.each([250, 1000])('%i turns: attributed as constructed, from two renderings whatever the length', (turns) => {
+    const messages: Array<Record<string, unknown>> = [{ role: 'system', content: 'You can call tools.' }];
+    for (let k = 0; k < turns; k++) {
+      messages.push({ role: 'user', content: `question ${k}: weather in city ${k}?` });
+      messages.push(k % 3 === 1
+        ? { role: 'assistant', content: `<tool_call>\n{"name": "weather", "arguments": {"city": "c${k}"}}\n</tool_call>` }
+        : { role: 'assistant', content: `It is ${k % 40} degrees in city ${k}.` });
+      if (k % 3 === 1) messages.push({ role: 'tool', content: `{"temp": ${k % 40}}` }, { role: 'assistant', content: `So ${k % 40} degrees.` });
+    }
+    const expected = construct(messages);
+    let renders = 0;
+    const counting: LoadedTokenizer = { ...tokenizer, renderChatTemplate: (m, o) => { renders++; return tokenizer.renderChatTemplate(m, o); } };
+    const [rollout] = readShaped({ messages }).rollouts;
+    const prepared = prepareMessages(counting, rollout as MessagesRollout);
+    expect(renders).toBe(2);
+    expect(prepared.rollout.tokens).toEqual(expected.ids);
+    expect(differences(prepared.rollout.given!.values, expected.expected)).toEqual([]);
+    expect(prepared.diagnostics).toEqual([]);
+  }, 120_000);
 
   it('check reports where grammar and messages disagree: a conversation that is not the grammar\'s protocol', () => {
     // Search-R1 expects its <information> reply right after </search>; rendered as chat, a user turn comes

@@ -1,0 +1,147 @@
+/**
+ * The one rollout reader: records of any input tagmask reads (JSONL plain or gzip, Parquet; a file or stdin),
+ * each read into its shape (src/io/shapes.ts). Every command that reads rollouts (mask, check, show, detect,
+ * `--grammar auto`, the suites) reads them here, so they all accept the same files and lines.
+ */
+import { errorMessage, idOf } from './lines.ts';
+import { readJsonlBatches, readJsonlGz } from './jsonl.ts';
+import { isObject, MAX_TOKEN_ID } from './json.ts';
+import { readParquetRows } from './parquet.ts';
+import { fileFormat } from './format.ts';
+import { detectShape, flatRollout, readShaped, ShapeError, type ShapedLine, type ShapeName } from './shapes.ts';
+
+/** One input record: a line's bytes (JSONL, plain or gzip) or a parsed row (Parquet). */
+export interface InputRecord {
+  number: number;
+  bytes?: Buffer;
+  value?: Record<string, unknown>;
+}
+
+const RECORD_BATCH = 256;
+
+/** Records of any input tagmask reads, a batch at a time (each batch's line bytes valid until the next is asked for). */
+export async function* readRecordBatches(input: string): AsyncGenerator<InputRecord[]> {
+  const format = fileFormat(input);
+  if (format === 'jsonl') { yield* readJsonlBatches(input); return; }
+  let batch: InputRecord[] = [];
+  for await (const record of format === 'parquet' ? readParquetRows(input) : readJsonlGz(input)) {
+    batch.push(record);
+    if (batch.length >= RECORD_BATCH) { yield batch; batch = []; }
+  }
+  if (batch.length) yield batch;
+}
+
+export const recordText = (record: InputRecord) => (record.bytes ? record.bytes.toString('utf8') : JSON.stringify(record.value));
+
+/**
+ * A record in its shape. Plain flat JSONL lines keep the byte reader (the ids are never JSON.parse'd; the
+ * tokens are then a view into a buffer the next record reuses). `needMask`: the record must bring a mask.
+ */
+export function readRecord(record: InputRecord, format: ShapeName | undefined, needMask: boolean): { line: ShapedLine; value?: Record<string, unknown> } {
+  if (record.bytes && (format === undefined || format === 'flat')) {
+    const spliced = spliceTokens(record.bytes);
+    // The spliced line holds `"tokens": []`: its keys still say which shape it is.
+    if (spliced && detectShape(spliced.value).name === 'flat') return { line: { shape: 'flat', rollouts: [flatRollout(spliced.value, spliced.ids, needMask)] } };
+  }
+  let value = record.value;
+  if (!value) {
+    try {
+      value = JSON.parse(record.bytes!.toString('utf8')) as Record<string, unknown>;
+    } catch (error) {
+      throw new ShapeError(`not valid JSON (${errorMessage(error)})`);
+    }
+  }
+  return { line: readShaped(value, format, needMask), value };
+}
+
+const TOKENS_KEY = Buffer.from('"tokens"');
+const UNICODE_ESCAPE = Buffer.from('\\u');
+
+/** The id of a record that could not be read, where it can still be found; else null. */
+export const recordId = (record: InputRecord): unknown => (record.value ? record.value.id ?? null : idOf(recordText(record)));
+
+/** One record of an input read in its shape, or why it could not be read. */
+export type ReadRecord =
+  | { number: number; line: ShapedLine; value?: Record<string, unknown>; error?: undefined }
+  | { number: number; error: string; id: unknown };
+
+/**
+ * Every record of `input`, in order, read in its shape (detected from its keys, or `format`). One bad record
+ * is yielded as its error and the others go on. A record's tokens are valid until the next one is asked for.
+ */
+export async function* readRollouts(input: string, format?: ShapeName, needMask = false): AsyncGenerator<ReadRecord> {
+  for await (const batch of readRecordBatches(input)) {
+    for (const record of batch) {
+      let read: ReadRecord;
+      try {
+        read = { number: record.number, ...readRecord(record, format, needMask) };
+      } catch (error) {
+        read = { number: record.number, error: errorMessage(error), id: recordId(record) };
+      }
+      yield read;
+    }
+  }
+}
+
+let idBuffer = new Uint32Array(1 << 16);
+/** A reused id buffer up to this size (16 MB) is kept between lines; a larger one only while lines need it. */
+const ID_BUFFER_KEPT = 1 << 22;
+
+/**
+ * The line with its top-level `"tokens"` array read from the bytes (a view into a reused buffer) and the rest
+ * parsed with that array left empty; undefined for anything unusual (the caller then parses the whole line).
+ */
+export function spliceTokens(bytes: Buffer): { value: Record<string, unknown>; ids: Uint32Array } | undefined {
+  const key = bytes.indexOf(TOKENS_KEY);
+  // The raw key must be the only one: a second `"tokens"` (nested or duplicated), or any `\u` escape (which
+  // could spell another `"tokens"` key, `"\u0074okens"`), leaves the line to JSON.parse.
+  if (key < 0 || bytes.indexOf(TOKENS_KEY, key + TOKENS_KEY.length) >= 0 || bytes.indexOf(UNICODE_ESCAPE) >= 0) return undefined;
+  let at = key + TOKENS_KEY.length;
+  const end = bytes.length;
+  const space = (c: number) => c === 32 || c === 9 || c === 10 || c === 13;
+  while (at < end && space(bytes[at])) at++;
+  if (bytes[at++] !== 0x3a) return undefined;
+  while (at < end && space(bytes[at])) at++;
+  if (bytes[at] !== 0x5b) return undefined;
+  // Past the end a Buffer reads undefined, which no test below accepts: the loop cannot run away.
+  const open = at++;
+  // At most one id per two bytes (`1,`) from here on. A buffer grown for a huge line (44 M ids: 176 MB) is
+  // let go once a normal line comes, instead of being held for the rest of the run.
+  const most = ((end - at) >> 1) + 1;
+  if (idBuffer.length < most) idBuffer = new Uint32Array(Math.max(most, idBuffer.length * 2));
+  else if (idBuffer.length > ID_BUFFER_KEPT && most < idBuffer.length >> 3) idBuffer = new Uint32Array(Math.max(most, 1 << 16));
+  const ids = idBuffer;
+  let count = 0;
+  let close = -1;
+  // Digits and commas (spaces allowed around them); a value is a plain non-negative integer of at most
+  // 10 digits. The loop is written for the common shape `[1,22,333]`.
+  let c = bytes[at];
+  while (c === 32 || c === 9 || c === 10 || c === 13) c = bytes[++at];
+  if (c === 0x5d) close = at;
+  else for (;;) {
+    const first = at;
+    let value = 0;
+    while (c >= 0x30 && c <= 0x39) { value = value * 10 + (c - 0x30); c = bytes[++at]; }
+    const digits = at - first;
+    // JSON has no leading zeros (`007` is not a number): such a line is JSON.parse's to reject.
+    if (digits === 0 || digits > 10 || value > MAX_TOKEN_ID || (digits > 1 && bytes[first] === 0x30)) return undefined;
+    ids[count++] = value;
+    while (c === 32 || c === 9 || c === 10 || c === 13) c = bytes[++at];
+    if (c === 0x2c) {
+      c = bytes[++at];
+      while (c === 32 || c === 9 || c === 10 || c === 13) c = bytes[++at];
+      continue;
+    }
+    if (c === 0x5d) { close = at; break; }
+    return undefined;
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(bytes.toString('utf8', 0, open + 1) + bytes.toString('utf8', close));
+  } catch {
+    return undefined;
+  }
+  // The array read must be the line's own top-level "tokens": the spliced line then holds `[]` there.
+  if (!isObject(value) || !Array.isArray(value.tokens) || value.tokens.length !== 0) return undefined;
+  return { value, ids: ids.subarray(0, count) };
+}
