@@ -9,7 +9,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { MaskerPool } from '../src/suites.ts';
+import { MaskerPool } from '../src/masker.ts';
 import { readRecord } from '../src/io/records.ts';
 import type { TokenRollout } from '../src/io/shapes.ts';
 

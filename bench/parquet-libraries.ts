@@ -58,7 +58,7 @@ const listOf = (cell: unknown): number[] => {
 
 async function* readWith(library: string, path: string): AsyncGenerator<{ id: string; tokens: number[]; mask: number[] }> {
   if (library === 'hyparquet') {
-    for await (const { value } of readParquetRows(path)) yield { id: String(value.id), tokens: listOf(value.tokens), mask: listOf(value.mask) };
+    for await (const { value } of readParquetRows(path)) yield { id: String(value!.id), tokens: listOf(value!.tokens), mask: listOf(value!.mask) };
     return;
   }
   const reader = await parquetjs().ParquetReader.openFile(path);

@@ -15,7 +15,7 @@
  * Run in its own process on purpose: it feeds the masker number[] ids, and the in-memory benchmark must
  * not see those shapes (V8 would make the shared scanner polymorphic).
  */
-import { MaskerPool } from '../src/suites.ts';
+import { MaskerPool } from '../src/masker.ts';
 import { runRollouts } from '../src/run.ts';
 import { idJson, writeMaskLine } from '../src/io/lines.ts';
 import { JsonlWriter, readJsonl } from '../src/io/jsonl.ts';

@@ -4,7 +4,8 @@
  * Comparisons are made in the reference's frame: the merge's mask is in target space (`mask[i]` belongs
  * to `tokens[i + 1]`), so tagmask's mask is shifted the same way before comparing.
  */
-import type { Masker, MaskResult } from './index.ts';
+import type { Masker, MaskResult } from './masker.ts';
+import type { OptionValues } from './scan/bind.ts';
 import { auditExtension, trajectoryToData, type Trajectory } from './merge.ts';
 import { textOf, type ByteTable } from './tokenizer/table.ts';
 
@@ -133,4 +134,32 @@ export function checkTrajectory(masker: Masker, table: ByteTable, id: unknown, t
     actual: textOf(table, split.actual.filter((token) => token < table.size)),
   }));
   return { id, agree: datums.every((datum) => datum.agree), agreeing, total, datums, splits, cost: audit.cost };
+}
+
+/** A sample suite (src/suites.ts reads it from suite.json): a grammar, a tokenizer and its data files. */
+export interface Suite {
+  name: string;
+  dir: string;
+  grammar: string;
+  tokenizer: string;
+  options: OptionValues;
+  rollouts?: string;
+  retokenized?: string;
+  trajectories?: string;
+}
+
+export interface RolloutVerdict { id: unknown; tokens: number; disagreements: Disagreement[]; straddles: number; error?: string }
+
+export interface SuiteVerdict {
+  suite: Suite;
+  rollouts: RolloutVerdict[];
+  retokenized: RolloutVerdict[];
+  trajectories: TrajectoryVerdict[];
+  errors: string[];
+}
+
+export function suitePassed(verdict: SuiteVerdict): boolean {
+  return verdict.errors.length === 0
+    && verdict.rollouts.every((item) => item.disagreements.length === 0)
+    && verdict.trajectories.every((item) => item.agree);
 }

@@ -12,7 +12,7 @@ import { bundledGrammarNames, loadGrammar } from './grammar/load.ts';
 import type { CompiledGrammar } from './grammar/compile.ts';
 import type { Grammar } from './grammar/schema.ts';
 import { Masker } from './masker.ts';
-import type { Span } from './spans.ts';
+import type { Span } from './scan/spans.ts';
 import { KNOWN, SPECIAL, type ByteTable } from './tokenizer/table.ts';
 
 export interface DetectRollout { tokens: ArrayLike<number>; promptLength?: number }

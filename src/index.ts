@@ -13,7 +13,7 @@ export { buildByteTable, textOf } from './tokenizer/table.ts';
 export { cutLiteral, specialTokens, type LiteralPart } from './tokenizer/special.ts';
 export { RolloutError } from './diagnostics.ts';
 export type { Diagnostic, DiagnosticCode, Severity } from './diagnostics.ts';
-export type { Span } from './spans.ts';
+export type { Span } from './scan/spans.ts';
 export type { OptionValues } from './scan/bind.ts';
 export type { ByteTable } from './tokenizer/table.ts';
 export type { CompiledGrammar } from './grammar/compile.ts';
@@ -30,12 +30,15 @@ export { readRollouts, type ReadRecord } from './io/records.ts';
 export type { ShapeName, ShapedLine, ShapedRollout, TokenRollout, TextRollout, MessagesRollout, GivenMask } from './io/shapes.ts';
 
 // Suites, and files of rollouts through a pool of maskers (one per option set).
-export { MaskerPool, findSuites, readSuite, proveSuite, suitePassed, type Suite, type SuiteVerdict, type RolloutVerdict } from './suites.ts';
-export { runRollouts, runMerge, type RunSummary } from './run.ts';
+export { MaskerPool } from './masker.ts';
+export { findSuites, readSuite, proveSuite } from './suites.ts';
+export { suitePassed, type Suite, type SuiteVerdict, type RolloutVerdict } from './conformance.ts';
+export { runRollouts, runMerge } from './run.ts';
+export type { RunSummary } from './summary.ts';
 
 // Diagnostics: the registry, and the words and JSON records made from it.
 export { CODES, messageOf, severityOf, type Code, type DiagnosticArgs, type Family } from './diagnostics.ts';
-export { formatDiagnostic, formatDisagreement, formatFinding, formatIssue as formatGrammarIssue, formatRunSummary, formatSuite, formatSplit } from './report/text.ts';
+export { formatDiagnostic, formatDisagreement, formatFinding, formatRunSummary, formatSuite, formatSplit } from './report/text.ts';
 export { conformanceRecords, namedSides } from './report/json.ts';
 export { showRollout } from './report/show.ts';
 export { checkGrammar, type GrammarIssue, type GrammarIssueCode } from './grammar/check.ts';

@@ -4,13 +4,13 @@
  *   token ids ─(byte table)─▶ bytes ─scan─▶ state starts ─spans─▶ spans ─mask─▶ Uint8Array
  */
 import { loadGrammar } from './grammar/load.ts';
-import { needsAttributes, prepareAttributeReader } from './attributes.ts';
+import { needsAttributes, prepareAttributeReader } from './scan/attributes.ts';
 import type { CompiledGrammar } from './grammar/compile.ts';
 import { bind, type Bound, type OptionValues } from './scan/bind.ts';
 import { Cursor } from './scan/cursor.ts';
 import { scanRollout } from './scan/runner.ts';
 import { toDiagnostic } from './scan/describe.ts';
-import { buildSpans, fillMask, segmentStarts, type Span } from './spans.ts';
+import { buildSpans, fillMask, segmentStarts, type Span } from './scan/spans.ts';
 import { messageOf, RolloutError, severityOf, type Diagnostic } from './diagnostics.ts';
 import { loadTokenizer, type LoadedTokenizer } from './tokenizer/load.ts';
 import type { ByteTable } from './tokenizer/table.ts';
@@ -101,4 +101,38 @@ export async function createMasker(grammar: string, tokenizer: string | LoadedTo
   const compiled = loadGrammar(grammar);
   if (needsAttributes(compiled.grammar.tags)) await prepareAttributeReader();
   return new Masker(compiled, loaded.table, options);
+}
+
+/**
+ * One Masker per distinct option set (rollouts may bring their own options). Binding a new set costs only
+ * its small option arrays (the vocabulary tables are shared), so the pool keeps the most recently used
+ * MAX_OPTION_SETS and drops the oldest: a file where every line has its own budget stays bounded in memory.
+ */
+export class MaskerPool {
+  static readonly MAX_OPTION_SETS = 64;
+  private readonly maskers = new Map<string, Masker>();
+  constructor(readonly grammar: CompiledGrammar, readonly tokenizer: LoadedTokenizer, readonly options: OptionValues) {}
+
+  get(lineOptions: OptionValues): Masker {
+    const options = { ...this.options, ...lineOptions };
+    const key = JSON.stringify(Object.entries(options).sort());
+    let masker = this.maskers.get(key);
+    if (masker) {
+      // Most recently used last: Map keeps insertion order.
+      this.maskers.delete(key);
+    } else {
+      masker = new Masker(this.grammar, this.tokenizer.table, options);
+      if (this.maskers.size >= MaskerPool.MAX_OPTION_SETS) this.maskers.delete(this.maskers.keys().next().value!);
+    }
+    this.maskers.set(key, masker);
+    return masker;
+  }
+
+  static async open(grammar: string, tokenizer: string, options: OptionValues): Promise<MaskerPool> {
+    const compiled = loadGrammar(grammar);
+    if (needsAttributes(compiled.grammar.tags)) await prepareAttributeReader();
+    const pool = new MaskerPool(compiled, await loadTokenizer(tokenizer), options);
+    pool.get({}); // bad --set values fail here, before any line is read
+    return pool;
+  }
 }

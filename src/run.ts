@@ -5,18 +5,20 @@
  */
 import type { MaskResult } from './masker.ts';
 import type { Frame } from './conformance.ts';
-import { inputIsStream, JsonlWriter, OutputClosed, OutputError, readJsonlBatches } from './io/jsonl.ts';
+import { inputIsStream, JsonlWriter, OutputClosed, OutputError } from './io/jsonl.ts';
 import { readRecord, readRecordBatches, readRollouts, recordId, recordText } from './io/records.ts';
 import { errorLine, idJson, idOf, errorMessage, writable, writeMaskLine } from './io/lines.ts';
-import { ParquetRowWriter } from './io/parquet.ts';
+import { parquetColumns, ParquetRowWriter, ParquetValueError, type DeclaredColumn } from './io/parquet.ts';
+import { jsonText } from './io/json.ts';
 import { fileFormat } from './io/format.ts';
 import { actionRuns, auditPrepared, maskPrepared, prepareRollout, spansWithChars, tokenCharOffsets, weighted, type MaskFormat, type Prepared } from './io/prepare.ts';
-import { givenInStream, writeBackShaped, type ShapedLine, type ShapeName } from './io/shapes.ts';
+import { givenInStream, writeBackShaped, type ShapeName } from './io/shapes.ts';
 import { datumJsonLine, datumRow, parseTrajectoryLine } from './io/trajectory.ts';
 import { auditExtension, trajectoryToData } from './merge.ts';
 import { formatDisagreement, formatFrame, formatSplit } from './report/text.ts';
 import type { ByteTable } from './tokenizer/table.ts';
-import type { MaskerPool } from './suites.ts';
+import type { MaskerPool } from './masker.ts';
+import { newSummary, record, type Mode, type RunSummary } from './summary.ts';
 import type { HtmlReport } from './report/html.ts';
 
 /** What `runRollouts` reports progress to (the CLI's terminal line): bytes read, rollouts and tokens so far. */
@@ -25,31 +27,6 @@ export interface Progress {
   done(): void;
 }
 
-export interface RunSummary {
-  rollouts: number;
-  failed: number;
-  tokens: number;
-  actionTokens: number;
-  diagnostics: Map<string, number>;
-  disagreeing: number;
-  /** check: disagreeing runs by direction ("trains on environment text", "leaves model tokens untrained"). */
-  directions: Map<string, number>;
-  /** check: masks one shorter than their tokens, read in target space. */
-  targetFrame: number;
-}
-
-function newSummary(): RunSummary {
-  return { rollouts: 0, failed: 0, tokens: 0, actionTokens: 0, diagnostics: new Map(), disagreeing: 0, directions: new Map(), targetFrame: 0 };
-}
-
-function record(summary: RunSummary, result: MaskResult) {
-  summary.rollouts++;
-  summary.tokens += result.mask.length;
-  for (const span of result.spans) if (span.role === 'action') summary.actionTokens += span.end - span.start;
-  for (const item of result.diagnostics) summary.diagnostics.set(item.code, (summary.diagnostics.get(item.code) ?? 0) + 1);
-}
-
-export type Mode = 'mask' | 'check';
 
 /** Output options of `mask` (check writes verdicts): see the CLI's flags of the same names. */
 export interface OutputOptions {
@@ -68,8 +45,8 @@ export interface OutputOptions {
 /** Where results go: JSON lines (plain or gzip) or Parquet rows. */
 interface Sink {
   json?: JsonlWriter;
-  /** An output object whose id is already JSON (`idJson`). */
-  write(id: string, rest: Record<string, unknown>): void;
+  /** An output object: its id as read (Parquet keeps its type) and as JSON (`idJson`), then the other fields. */
+  write(id: unknown, idText: string, rest: Record<string, unknown>): void;
   error(id: unknown, line: number, message: string): void;
   /** An input line written back as it is (`--out-format`): its own fields, no id added. */
   raw(value: Record<string, unknown>): void;
@@ -79,12 +56,45 @@ interface Sink {
   abort(): void;
 }
 
-async function openSink(output: string | undefined): Promise<Sink> {
+/** The columns a command writes (after `id`), declared before the first row so that Parquet output holds every one. */
+const LINE_ERROR: DeclaredColumn[] = [{ name: 'line', kind: 'int' }, { name: 'error', kind: 'string' }];
+const MASK_COLUMNS = (options: OutputOptions): DeclaredColumn[] => [
+  options.maskFormat === 'runs' ? { name: 'runs', kind: 'json' } : options.observationWeight !== undefined ? { name: 'weights', kind: 'floats' } : { name: 'mask', kind: 'flags' },
+  { name: 'tokens', kind: 'ids' }, { name: 'spans', kind: 'json' }, { name: 'diagnostics', kind: 'json' },
+];
+const CHECK_COLUMNS: DeclaredColumn[] = [
+  { name: 'agree', kind: 'bool' }, { name: 'tokens', kind: 'int' }, { name: 'shape', kind: 'string' }, { name: 'frame', kind: 'string' },
+  { name: 'field', kind: 'string' }, { name: 'disagreements', kind: 'json' }, { name: 'diagnostics', kind: 'json' },
+];
+const MERGE_COLUMNS: DeclaredColumn[] = [
+  { name: 'datum', kind: 'int' }, { name: 'tokens', kind: 'ids' }, { name: 'target_tokens', kind: 'ids' },
+  { name: 'logprobs', kind: 'float32s' }, { name: 'advantages', kind: 'float32s' }, { name: 'mask', kind: 'float32s' },
+];
+
+/**
+ * Open the output. Parquet output declares its columns before the first row: the command's own (`own`), or
+ * with `'input'` (`--out-format`) the Parquet input's columns as they are; `id` takes the Parquet input's type.
+ */
+async function openSink(output: string | undefined, input: string, own: DeclaredColumn[] | 'input'): Promise<Sink> {
   if (fileFormat(output) === 'parquet') {
-    const rows = await ParquetRowWriter.open(output!);
+    const inputColumns = input !== '-' && fileFormat(input) === 'parquet' ? await parquetColumns(input) : undefined;
+    let declared: DeclaredColumn[];
+    if (own === 'input') declared = inputColumns ?? [];
+    else {
+      const id = inputColumns?.find((column) => column.name === 'id');
+      declared = [id ?? { name: 'id', infer: true }, ...own];
+    }
+    for (const column of LINE_ERROR) if (!declared.some((item) => item.name === column.name)) declared.push(column);
+    const rows = await ParquetRowWriter.open(output!, declared);
     return {
-      write: (id, rest) => rows.write({ id: JSON.parse(id), ...rest }),
-      error: (id, line, message) => rows.write({ id: writable(id) ?? null, line, error: message }),
+      write: (id, _idText, rest) => rows.write({ id, ...rest }),
+      error: (id, line, message) => {
+        // An error row always goes out: with its id where the id fits the id column, else without.
+        try { rows.write({ id: writable(id) ?? null, line, error: message }); } catch (error) {
+          if (!(error instanceof ParquetValueError)) throw error;
+          rows.write({ line, error: message });
+        }
+      },
       raw: (value) => rows.write(value),
       flush: () => {},
       close: () => rows.close(),
@@ -94,9 +104,9 @@ async function openSink(output: string | undefined): Promise<Sink> {
   const writer = new JsonlWriter(output);
   return {
     json: writer,
-    write: (id, rest) => writer.write(`{"id":${id},${JSON.stringify(rest).slice(1)}\n`),
+    write: (_id, idText, rest) => writer.write(`{"id":${idText},${JSON.stringify(rest).slice(1)}\n`),
     error: (id, line, message) => writer.write(errorLine(id, line, message)),
-    raw: (value) => writer.write(`${JSON.stringify(value)}\n`),
+    raw: (value) => writer.write(`${jsonText(value)}\n`),
     flush: () => writer.flushThrough(),
     close: () => writer.close(),
     abort: () => writer.abort(),
@@ -127,7 +137,7 @@ const NO_OPTIONS: OutputOptions = {};
  * into `output` (JSONL, .jsonl.gz or Parquet); every rollout also goes into `html` when given.
  */
 export async function runRollouts(pool: MaskerPool, input: string, output: string | undefined, mode: Mode, log: (line: string) => void, html?: HtmlReport, progress?: Progress, options: OutputOptions = NO_OPTIONS): Promise<RunSummary> {
-  const sink = await openSink(output);
+  const sink = await openSink(output, input, mode === 'check' ? CHECK_COLUMNS : options.outFormat ? 'input' : MASK_COLUMNS(options));
   const summary = newSummary();
   const where = input === '-' ? '<stdin>' : input;
   const table = pool.tokenizer.table;
@@ -163,14 +173,14 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
             if (mode === 'mask') {
               if (!options.outFormat) {
                 if (plainMask && prepared.source === undefined) writeMaskLine(sink.json!, id, result);
-                else sink.write(id, maskFields(table, prepared, result, options));
+                else sink.write(rollout.id, id, maskFields(table, prepared, result, options));
               }
               html?.add(table, { id: rollout.id, tokens: rollout.tokens, result, source });
             } else {
               const given = rollout.given!;
               const frame: Frame = given.shift ? 'targets' : 'tokens';
               const disagreements = auditPrepared(pool, prepared, result)!;
-              sink.write(id, { agree: disagreements.length === 0, tokens: rollout.tokens.length, shape: line.shape, frame, field: given.field, disagreements, diagnostics: result.diagnostics });
+              sink.write(rollout.id, id, { agree: disagreements.length === 0, tokens: rollout.tokens.length, shape: line.shape, frame, field: given.field, disagreements, diagnostics: result.diagnostics });
               const stream = givenInStream(rollout)!.mask;
               html?.add(table, { id: rollout.id, tokens: rollout.tokens, result, audit: { mask: stream, frame, disagreements }, source });
               if (disagreements.length) summary.disagreeing++;
@@ -228,7 +238,7 @@ export async function* maskedRecords(pool: MaskerPool, input: string, format?: S
 
 /** Merge every trajectory of `input` (JSONL, .jsonl.gz or Parquet) into `output` (the same three); returns how many lines failed. `table` decodes the split report. */
 export async function runMerge(input: string, output: string | undefined, table: ByteTable | undefined, log: (line: string) => void): Promise<number> {
-  const sink = await openSink(output);
+  const sink = await openSink(output, input, MERGE_COLUMNS);
   const source = input === '-' ? '<stdin>' : input;
   let failed = 0;
   try {
@@ -237,6 +247,7 @@ export async function runMerge(input: string, output: string | undefined, table:
         const where = `${source}:${record.number}`;
         let id: unknown = null;
         try {
+          if (record.error !== undefined) throw new Error(record.error);
           let value: unknown = record.value;
           if (value === undefined) {
             try {
@@ -261,7 +272,7 @@ export async function runMerge(input: string, output: string | undefined, table:
             for (const text of lines) sink.json.write(text);
           } else {
             const rows = data.map((datum, index) => datumRow(index, datum));
-            for (const row of rows) sink.write(idText, row);
+            for (const row of rows) sink.write(id, idText, row);
           }
           trajectory.transitions.forEach((transition, k) => {
             if (transition.ob.length === 0 && transition.ac.tokens.length === 0) log(`${where}: trajectory ${idText} transitions[${k}] is empty (no observation, no action tokens): it adds nothing`);

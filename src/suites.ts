@@ -9,15 +9,11 @@
  *
  * `tagmask conformance` proves each suite; `tagmask samples` (npm start) masks them and summarises.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { BUNDLED_SAMPLES } from './paths.ts';
-import { Masker } from './masker.ts';
-import { loadGrammar } from './grammar/load.ts';
-import { needsAttributes, prepareAttributeReader } from './attributes.ts';
-import { loadTokenizer, type LoadedTokenizer } from './tokenizer/load.ts';
-import type { CompiledGrammar } from './grammar/compile.ts';
-import { checkTrajectory, compareMasks, type DatumSeen, type TrajectoryVerdict, type Disagreement } from './conformance.ts';
+import { MaskerPool } from './masker.ts';
+import { checkTrajectory, compareMasks, type DatumSeen, type RolloutVerdict, type Suite, type SuiteVerdict } from './conformance.ts';
 import { readJsonl } from './io/jsonl.ts';
 import { idText } from './io/lines.ts';
 import { readRollouts } from './io/records.ts';
@@ -25,56 +21,11 @@ import { maskPrepared, prepareRollout } from './io/prepare.ts';
 import { givenInStream, readOptions } from './io/shapes.ts';
 import { parseTrajectoryLine } from './io/trajectory.ts';
 import type { OptionValues } from './scan/bind.ts';
-import { runRollouts } from './run.ts';
-import { formatRunSummary, formatSplitNote, formatSuite } from './report/text.ts';
+import { formatSplitNote } from './report/text.ts';
 import type { HtmlReport } from './report/html.ts';
 
 export { BUNDLED_SAMPLES };
 
-/**
- * One Masker per distinct option set (rollouts may bring their own options). Binding a new set costs only
- * its small option arrays (the vocabulary tables are shared), so the pool keeps the most recently used
- * MAX_OPTION_SETS and drops the oldest: a file where every line has its own budget stays bounded in memory.
- */
-export class MaskerPool {
-  static readonly MAX_OPTION_SETS = 64;
-  private readonly maskers = new Map<string, Masker>();
-  constructor(readonly grammar: CompiledGrammar, readonly tokenizer: LoadedTokenizer, readonly options: OptionValues) {}
-
-  get(lineOptions: OptionValues): Masker {
-    const options = { ...this.options, ...lineOptions };
-    const key = JSON.stringify(Object.entries(options).sort());
-    let masker = this.maskers.get(key);
-    if (masker) {
-      // Most recently used last: Map keeps insertion order.
-      this.maskers.delete(key);
-    } else {
-      masker = new Masker(this.grammar, this.tokenizer.table, options);
-      if (this.maskers.size >= MaskerPool.MAX_OPTION_SETS) this.maskers.delete(this.maskers.keys().next().value!);
-    }
-    this.maskers.set(key, masker);
-    return masker;
-  }
-
-  static async open(grammar: string, tokenizer: string, options: OptionValues): Promise<MaskerPool> {
-    const compiled = loadGrammar(grammar);
-    if (needsAttributes(compiled.grammar.tags)) await prepareAttributeReader();
-    const pool = new MaskerPool(compiled, await loadTokenizer(tokenizer), options);
-    pool.get({}); // bad --set values fail here, before any line is read
-    return pool;
-  }
-}
-
-export interface Suite {
-  name: string;
-  dir: string;
-  grammar: string;
-  tokenizer: string;
-  options: OptionValues;
-  rollouts?: string;
-  retokenized?: string;
-  trajectories?: string;
-}
 
 export function readSuite(dir: string): Suite {
   const file = join(dir, 'suite.json');
@@ -120,15 +71,6 @@ export function findSuites(paths: string[]): Suite[] {
   return suites;
 }
 
-export interface RolloutVerdict { id: unknown; tokens: number; disagreements: Disagreement[]; straddles: number; error?: string }
-
-export interface SuiteVerdict {
-  suite: Suite;
-  rollouts: RolloutVerdict[];
-  retokenized: RolloutVerdict[];
-  trajectories: TrajectoryVerdict[];
-  errors: string[];
-}
 
 /**
  * Run every check a suite supports. With `html`, every rollout and datum also goes into the report, grouped
@@ -191,35 +133,5 @@ export async function proveSuite(suite: Suite, opened?: MaskerPool, html?: HtmlR
     }
   }
   return verdict;
-}
-
-export function suitePassed(verdict: SuiteVerdict): boolean {
-  return verdict.errors.length === 0
-    && verdict.rollouts.every((item) => item.disagreements.length === 0)
-    && verdict.trajectories.every((item) => item.agree);
-}
-
-
-/** `tagmask samples`: mask each suite's rollouts into out/, then prove it. */
-export async function maskSamples(suites: Suite[], outDir: string, log: (line: string) => void): Promise<boolean> {
-  let passed = true;
-  let failedSuites = 0;
-  mkdirSync(outDir, { recursive: true });
-  for (const suite of suites) {
-    const pool = await MaskerPool.open(suite.grammar, suite.tokenizer, suite.options);
-    if (suite.rollouts) {
-      const output = join(outDir, `${suite.name}.masks.jsonl`);
-      const started = performance.now();
-      const summary = await runRollouts(pool, suite.rollouts, output, 'mask', log);
-      log(`${suite.name}: ${formatRunSummary(summary, 'mask')} → ${output} in ${(performance.now() - started).toFixed(0)} ms`);
-      if (summary.failed) passed = false;
-    }
-    const verdict = await proveSuite(suite, pool);
-    log(formatSuite(verdict));
-    if (!suitePassed(verdict)) { passed = false; failedSuites++; }
-  }
-  log(passed ? `\n${suites.length} suites masked into ${outDir}/ and proved: every mask agrees with its construction and with the merge`
-    : `\n${failedSuites} of ${suites.length} suites disagree (see ✖ above)`);
-  return passed;
 }
 

@@ -154,7 +154,7 @@ export function loadTokenizer(target: Target): Tokenizer {
   };
 }
 
-/** Byte length of every token of a byte-level BPE tokenizer.json (GPT-2 `bytes_to_unicode` alphabet). */
+/** Byte length of every token of a byte-level BPE tokenizer.json (GPT-2 `bytes_to_unicode` alphabet), or of a SentencePiece one. */
 function byteLengths(json: { model: { vocab: Record<string, number> }; added_tokens: { id: number; content: string }[] }) {
   const alphabet = new Set<number>();
   for (const [lo, hi] of [[0x21, 0x7e], [0xa1, 0xac], [0xae, 0xff]]) for (let b = lo; b <= hi; b++) alphabet.add(b);
@@ -168,8 +168,9 @@ function byteLengths(json: { model: { vocab: Record<string, number> }; added_tok
   for (const [token, id] of Object.entries(json.model.vocab)) {
     if (added.has(id)) continue;
     const chars = [...token].map((c) => c.codePointAt(0)!);
-    if (!chars.every((c) => byteOfChar.has(c))) throw new Error(`not a byte-level token: ${token}`);
-    lengths.set(id, chars.length);
+    if (chars.every((c) => byteOfChar.has(c))) lengths.set(id, chars.length);
+    // SentencePiece pieces (Gemma): `<0xNN>` is one byte, `▁` a space, the rest UTF-8.
+    else lengths.set(id, /^<0x[0-9A-F]{2}>$/.test(token) ? 1 : Buffer.byteLength(token.replaceAll('\u2581', ' '), 'utf8'));
   }
   for (const { id, content } of json.added_tokens) lengths.set(id, Buffer.byteLength(content, 'utf8'));
   return (id: number) => {

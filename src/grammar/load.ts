@@ -9,7 +9,6 @@ import { checkGrammar, grammarIssue, type GrammarIssue } from './check.ts';
 import { compileGrammar, type CompiledGrammar } from './compile.ts';
 import { JsonSyntaxError, parseLocated, type Place } from './json.ts';
 import { readGrammar } from './schema.ts';
-import { formatIssue } from '../report/text.ts';
 
 export { BUNDLED_GRAMMARS };
 
@@ -18,13 +17,17 @@ export interface LocatedIssue extends GrammarIssue {
   place: Place;
 }
 
+/** `file:line:column: severity code at path: message`. */
+export function formatIssue(issue: LocatedIssue): string {
+  return `${issue.file}:${issue.place.line}:${issue.place.column}: ${issue.severity} ${issue.code}${issue.path ? ` at ${issue.path}` : ''}: ${issue.message}`;
+}
+
 export class GrammarError extends Error {
   constructor(readonly file: string, readonly issues: LocatedIssue[]) {
     super(`${file}: invalid grammar\n${issues.filter((issue) => issue.severity === 'error').map(formatIssue).join('\n')}`);
   }
 }
 
-export { formatIssue };
 
 export function bundledGrammarNames(): string[] {
   return readdirSync(BUNDLED_GRAMMARS).filter((file) => file.endsWith('.json')).map((file) => basename(file, '.json')).sort();

@@ -23,3 +23,21 @@ export function tokenArray(value: unknown, field: string): number[] {
   }
   return value as number[];
 }
+
+const BIGINT_MARK = `\u0000bigint${Math.random().toString(36).slice(2)}:`;
+const BIGINT_QUOTED = new RegExp(`"${JSON.stringify(BIGINT_MARK).slice(1, -1).replace(/\\/g, '\\\\')}(-?\\d+)"`, 'g');
+
+/**
+ * JSON text of a value, with BigInts (INT64 from Parquet past 2^53) written as their exact digits, which
+ * JSON.stringify refuses. Throws where JSON.stringify throws (a value nested too deeply).
+ */
+export function jsonText(value: unknown): string {
+  if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' || value === null) return JSON.stringify(value);
+  let big = false;
+  const text = JSON.stringify(value, (_key, item: unknown) => {
+    if (typeof item !== 'bigint') return item;
+    big = true;
+    return `${BIGINT_MARK}${item}`;
+  });
+  return big ? text.replace(BIGINT_QUOTED, '$1') : text;
+}

@@ -6,6 +6,7 @@ import type { MaskResult } from '../masker.ts';
 import type { Diagnostic } from '../diagnostics.ts';
 import type { Disagreement, Frame } from '../conformance.ts';
 import type { JsonlWriter } from './jsonl.ts';
+import { jsonText } from './json.ts';
 
 /** A thrown value's message, whatever was thrown. */
 export function errorMessage(error: unknown): string {
@@ -15,7 +16,7 @@ export function errorMessage(error: unknown): string {
 /** `id` as JSON; throws (a line error) when it cannot be written, e.g. nested thousands of levels deep. */
 export function idJson(id: unknown): string {
   try {
-    return JSON.stringify(id ?? null) ?? 'null';
+    return jsonText(id ?? null) ?? 'null';
   } catch (error) {
     throw new Error(`"id" cannot be written back as JSON (${errorMessage(error)})`);
   }
@@ -43,7 +44,7 @@ export function writable(id: unknown): unknown {
 
 /** The output line of a failed input line. Never throws: an id that cannot be written becomes null. */
 export function errorLine(id: unknown, line: number, message: string): string {
-  return `{"id":${JSON.stringify(writable(id) ?? null)},"line":${line},"error":${JSON.stringify(message)}}\n`;
+  return `{"id":${jsonText(writable(id) ?? null)},"line":${line},"error":${JSON.stringify(message)}}\n`;
 }
 
 /** The id of a line that failed validation, if it can still be read. */

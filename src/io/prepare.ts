@@ -3,7 +3,8 @@
  * shapes pass through; then the grammar's masker runs. Also the output forms of a mask (`--mask-format`,
  * `--observation-weight`, `--spans chars`).
  */
-import type { Masker, MaskResult, Span } from '../index.ts';
+import type { Masker, MaskResult } from '../masker.ts';
+import type { Span } from '../scan/spans.ts';
 import type { Diagnostic } from '../diagnostics.ts';
 import type { Grammar } from '../grammar/schema.ts';
 import type { OptionValues } from '../scan/bind.ts';

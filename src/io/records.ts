@@ -15,6 +15,8 @@ export interface InputRecord {
   number: number;
   bytes?: Buffer;
   value?: Record<string, unknown>;
+  /** Why the record could not be read at all (a Parquet row past a limit, a row group whose num_rows lies): it fails alone. */
+  error?: string;
 }
 
 const RECORD_BATCH = 256;
@@ -31,13 +33,14 @@ export async function* readRecordBatches(input: string): AsyncGenerator<InputRec
   if (batch.length) yield batch;
 }
 
-export const recordText = (record: InputRecord) => (record.bytes ? record.bytes.toString('utf8') : JSON.stringify(record.value));
+export const recordText = (record: InputRecord) => (record.bytes ? record.bytes.toString('utf8') : JSON.stringify(record.value ?? null));
 
 /**
  * A record in its shape. Plain flat JSONL lines keep the byte reader (the ids are never JSON.parse'd; the
  * tokens are then a view into a buffer the next record reuses). `needMask`: the record must bring a mask.
  */
 export function readRecord(record: InputRecord, format: ShapeName | undefined, needMask: boolean): { line: ShapedLine; value?: Record<string, unknown> } {
+  if (record.error !== undefined) throw new ShapeError(record.error);
   if (record.bytes && (format === undefined || format === 'flat')) {
     const spliced = spliceTokens(record.bytes);
     // The spliced line holds `"tokens": []`: its keys still say which shape it is.

@@ -14,7 +14,7 @@
  */
 import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
-import type { MaskResult } from '../index.ts';
+import type { MaskResult } from '../masker.ts';
 import type { Disagreement, DisagreementClass, Direction, Frame } from '../conformance.ts';
 import { KNOWN, SPECIAL, pieceOf, type ByteTable } from '../tokenizer/table.ts';
 import { PAGE_SCRIPT, PAGE_STYLE } from './html-page.ts';

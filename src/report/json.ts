@@ -3,7 +3,7 @@
  * datum, split and error. The HTML report and `--json` read the same records.
  */
 import type { Disagreement } from '../conformance.ts';
-import type { SuiteVerdict } from '../suites.ts';
+import type { SuiteVerdict } from '../conformance.ts';
 
 /** A disagreement as JSON with the audited side under its own name (`construction`, `merge`) instead of `given`. */
 export function namedSides(run: Disagreement, side: string): object {

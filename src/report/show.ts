@@ -3,7 +3,7 @@
  * `colorize_example` shows a datum. In a terminal the colours carry it (action green, observation dim,
  * straddling tokens red); elsewhere action text is wrapped in «…» and straddling tokens in ⟦…⟧.
  */
-import type { MaskResult } from '../index.ts';
+import type { MaskResult } from '../masker.ts';
 import { textOf, type ByteTable } from '../tokenizer/table.ts';
 import { formatDiagnostic, visibleText, visibleId } from './text.ts';
 

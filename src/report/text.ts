@@ -5,12 +5,11 @@
  */
 import { basename } from 'node:path';
 import type { Diagnostic } from '../diagnostics.ts';
-import type { LocatedIssue } from '../grammar/load.ts';
 import type { LiteralFinding } from '../grammar/lint.ts';
 import type { Disagreement, SplitReport, TrajectoryVerdict } from '../conformance.ts';
 import type { ExtensionCost, ExtensionSplit } from '../merge.ts';
-import type { RunSummary, Mode } from '../run.ts';
-import { suitePassed, type SuiteVerdict } from '../suites.ts';
+import type { RunSummary, Mode } from '../summary.ts';
+import { suitePassed, type SuiteVerdict } from '../conformance.ts';
 import { textOf, type ByteTable } from '../tokenizer/table.ts';
 import { idText } from '../io/lines.ts';
 
@@ -36,10 +35,6 @@ export function formatDiagnostic(item: Diagnostic): string {
   return `${item.severity} ${item.code} at token ${item.token}${item.offset ? ` byte ${item.offset}` : ''}: ${item.message}`;
 }
 
-/** `file:line:column: severity code at path: message`. */
-export function formatIssue(issue: LocatedIssue): string {
-  return `${issue.file}:${issue.place.line}:${issue.place.column}: ${issue.severity} ${issue.code}${issue.path ? ` at ${issue.path}` : ''}: ${issue.message}`;
-}
 
 /** A lint finding about a grammar file's literal. */
 export function formatFinding(file: string, finding: LiteralFinding): string {

@@ -7,7 +7,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { findSuites, MaskerPool, proveSuite } from '../../src/suites.ts';
+import { findSuites, proveSuite } from '../../src/suites.ts';
+import { MaskerPool } from '../../src/masker.ts';
 import { loadGrammar, loadTokenizer, Masker } from '../../src/index.ts';
 import { trajectoryToData } from '../../src/merge.ts';
 import { parseTrajectoryLine } from '../../src/io/trajectory.ts';

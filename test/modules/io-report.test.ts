@@ -7,7 +7,7 @@ import { readRecord } from '../../src/io/records.ts';
 import { parseTrajectoryLine } from '../../src/io/trajectory.ts';
 import { conformanceRecords } from '../../src/report/json.ts';
 import { formatDiagnostic, formatRunSummary } from '../../src/report/text.ts';
-import type { SuiteVerdict } from '../../src/suites.ts';
+import type { SuiteVerdict } from '../../src/conformance.ts';
 
 describe('one token-id bound for every reader', () => {
   it('mask\'s reader and merge\'s reader accept and reject the same ids', () => {

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { Masker } from '../../src/masker.ts';
 import { bind, grammarTables } from '../../src/scan/bind.ts';
-import { MaskerPool } from '../../src/suites.ts';
+import { MaskerPool } from '../../src/masker.ts';
 import { encode, grammarOf, piecewise, SEARCH, table } from './kit.ts';
 
 const PROMPT: [string, 0] = ['Q: who?\nGo:\n', 0];

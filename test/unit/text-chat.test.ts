@@ -7,7 +7,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadTokenizer, type LoadedTokenizer } from '../../src/index.ts';
-import { MaskerPool } from '../../src/suites.ts';
+import { MaskerPool } from '../../src/masker.ts';
 import { readShaped, type MessagesRollout } from '../../src/io/shapes.ts';
 import { prepareMessages } from '../../src/io/chat.ts';
 import { auditPrepared, maskPrepared, prepareRollout, spansWithChars } from '../../src/io/prepare.ts';

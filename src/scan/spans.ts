@@ -6,10 +6,10 @@
  * token: reported, and given the side whose mask equals the `straddle` option (default 0).
  * Every token gets exactly one span, so spans tile [0, n) and the mask is read off the spans.
  */
-import type { Bound } from './scan/bind.ts';
-import type { Segments } from './scan/segments.ts';
+import type { Bound } from './bind.ts';
+import type { Segments } from './segments.ts';
 import { readAttributes } from './attributes.ts';
-import { pieceOf } from './tokenizer/table.ts';
+import { pieceOf } from '../tokenizer/table.ts';
 
 export interface Span {
   role: 'action' | 'observation';

@@ -1,0 +1,658 @@
+/**
+ * Parquet rows in, streamed with bounded memory.
+ *
+ * The columns rollouts are made of (token ids, masks, lengths: numbers, flat or in one list level) are decoded
+ * here page by page, straight from hyparquet's page decoders into typed arrays, and handed out a batch of rows
+ * at a time: memory is one page per column plus a batch of rows, whatever the row group's size, and no BigInt
+ * or per-row array is made until a row is handed out (hyparquet's own row assembly made a BigInt per INT64 id and
+ * spent ~40 % of a read in garbage collection). Every other column (strings, structs, nested lists, dates…) is
+ * read by hyparquet for the whole row group, as before: those are a rollout's small fields.
+ *
+ * Limits, each a located error and never a crash: a page larger than PAGE_BYTES or with more than PAGE_VALUES
+ * values, a row holding more than ROW_VALUES values in one column (that row fails, the others go on), a
+ * column chunk over CHUNK_BYTES, and a row group whose `num_rows` disagrees with the rows its columns hold (its
+ * rows fail, with the reason; the groups after it go on). Every codec pyarrow and Polars write is read:
+ * SNAPPY, GZIP, BROTLI, ZSTD (Polars' default), LZ4 and LZ4_RAW.
+ */
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { InputError } from './jsonl.ts';
+import type { ColumnChunk, FileMetaData, PageHeader, SchemaElement, SchemaTree } from 'hyparquet';
+
+/** Most values one row may hold in one column: 2^24 ids is ~100 MB of JSONL, far beyond any rollout. */
+export const ROW_VALUES = 1 << 24;
+/** Most values one page may declare (its levels are decoded whole). */
+export const PAGE_VALUES = 1 << 24;
+/** Most bytes one page may decompress to. */
+export const PAGE_BYTES = 1 << 28;
+/** Most bytes one column chunk may take in the file (it is read whole). */
+export const CHUNK_BYTES = 2 ** 31 - 1;
+/** Rows handed out at a time. */
+const BATCH_ROWS = 1024;
+
+/** One row as read: a field per column (a null cell is a field the row does not have), or why it could not be read. */
+export interface ParquetRow { number: number; value?: Record<string, unknown>; error?: string }
+
+type Library = typeof import('hyparquet') & {
+  parquetHeader: typeof import('hyparquet/src/column.js').parquetHeader;
+  readDataPage: typeof import('hyparquet/src/datapage.js').readDataPage;
+  readDataPageV2: typeof import('hyparquet/src/datapage.js').readDataPageV2;
+  decompressPage: typeof import('hyparquet/src/datapage.js').decompressPage;
+  readPlain: typeof import('hyparquet/src/plain.js').readPlain;
+  getMaxDefinitionLevel: typeof import('hyparquet/src/schema.js').getMaxDefinitionLevel;
+  getMaxRepetitionLevel: typeof import('hyparquet/src/schema.js').getMaxRepetitionLevel;
+  compressors: Record<string, (input: Uint8Array, outputLength: number) => Uint8Array>;
+};
+
+let library: Promise<Library> | undefined;
+
+/** hyparquet and the decompressors, loaded when a Parquet file is met (they cost every CLI start ~50 ms otherwise). */
+function load(): Promise<Library> {
+  library ??= (async () => {
+    const [main, column, datapage, plain, schema, extra] = await Promise.all([
+      import('hyparquet'), import('hyparquet/src/column.js'), import('hyparquet/src/datapage.js'), import('hyparquet/src/plain.js'),
+      import('hyparquet/src/schema.js'), import('hyparquet-compressors'),
+    ]);
+    const bounded = (codec: string, decompress: (input: Uint8Array, length: number) => Uint8Array) => (input: Uint8Array, length: number) => {
+      if (!(length >= 0 && length <= PAGE_BYTES)) throw new ParquetLimit(`a ${codec} page declares ${length} bytes uncompressed (at most ${PAGE_BYTES} are read)`);
+      return decompress(input, length);
+    };
+    // gzip and brotli through node:zlib (native, and bounded by the page's declared size); ZSTD, LZ4 and SNAPPY
+    // from hyparquet-compressors (fzstd, its LZ4, hysnappy's WebAssembly snappy).
+    const compressors = {
+      SNAPPY: bounded('SNAPPY', extra.decompressSnappy as never),
+      GZIP: bounded('GZIP', (input, length) => gunzipSync(input, { maxOutputLength: Math.max(length, 1) })),
+      BROTLI: bounded('BROTLI', (input, length) => brotliDecompressSync(input, { maxOutputLength: Math.max(length, 1) })),
+      // fzstd is given no output buffer: handed one, it compares the buffer with 1 (==), which turns all of it into a string.
+      ZSTD: bounded('ZSTD', (input, length) => {
+        const declared = zstdContentSize(input);
+        if (declared !== undefined && declared > length) throw new ParquetLimit(`a ZSTD page says ${length} bytes uncompressed but its frame holds ${declared}`);
+        return extra.decompressZstd(input);
+      }),
+      LZ4: bounded('LZ4', extra.decompressLz4 as never),
+      LZ4_RAW: bounded('LZ4_RAW', extra.decompressLz4Raw as never),
+    };
+    return { ...main, parquetHeader: column.parquetHeader, readDataPage: datapage.readDataPage, readDataPageV2: datapage.readDataPageV2, decompressPage: datapage.decompressPage, readPlain: plain.readPlain, getMaxDefinitionLevel: schema.getMaxDefinitionLevel, getMaxRepetitionLevel: schema.getMaxRepetitionLevel, compressors };
+  })();
+  return library;
+}
+
+/** A limit was reached: the rows it touches fail with this message, the others go on. */
+class ParquetLimit extends Error {}
+
+/** INT64 values as numbers where exact, else as BigInt (an id near 2^63 comes back as it was). */
+export function exactInteger(value: bigint): number | bigint {
+  return value >= -9007199254740991n && value <= 9007199254740991n ? Number(value) : value;
+}
+
+/** hyparquet's values for tagmask: BigInts as numbers where exact; Dates stay Dates (JSON writes them as ISO text). */
+export function plainValue(value: unknown): unknown {
+  if (typeof value === 'bigint') return exactInteger(value);
+  if (Array.isArray(value)) {
+    let changed = false;
+    const out = value.map((item) => { const plain = plainValue(item); if (plain !== item) changed = true; return plain; });
+    return changed ? out : value;
+  }
+  if (value instanceof Date) return value;
+  if (ArrayBuffer.isView(value)) return value;
+  if (typeof value === 'object' && value !== null) {
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) out[key] = plainValue(item);
+    return out;
+  }
+  return value;
+}
+
+const INTEGER_TYPES = new Set([undefined, 'INT_8', 'INT_16', 'INT_32', 'INT_64', 'UINT_8', 'UINT_16', 'UINT_32', 'UINT_64']);
+
+/** Whether a leaf holds plain numbers or booleans (no decimal, date or time meaning to convert). */
+function isNumeric(element: SchemaElement): boolean {
+  const { type, converted_type: converted, logical_type: logical } = element;
+  if (type !== 'INT32' && type !== 'INT64' && type !== 'BOOLEAN' && type !== 'FLOAT' && type !== 'DOUBLE') return false;
+  if (logical && logical.type !== 'INTEGER') return false;
+  return INTEGER_TYPES.has(converted);
+}
+
+/**
+ * A top-level column this reader decodes itself: a numeric leaf, flat or under exactly one repeated level
+ * (the three-level LIST pyarrow, Polars and DuckDB write, or a legacy repeated field).
+ */
+interface FastColumn { name: string; path: SchemaTree[]; leaf: SchemaElement; repeated: boolean; maxDefinition: number; listDefinition: number }
+
+function fastColumn(library: Library, child: SchemaTree, root: SchemaTree): FastColumn | undefined {
+  const path: SchemaTree[] = [root];
+  let node = child;
+  for (;;) {
+    path.push(node);
+    if (!node.children.length) break;
+    if (node.children.length !== 1) return undefined;
+    node = node.children[0];
+  }
+  const leaf = node.element;
+  if (!isNumeric(leaf)) return undefined;
+  const repetition = library.getMaxRepetitionLevel(path);
+  if (repetition > 1) return undefined;
+  // Groups between the column and its leaf are only list wrappers: a struct of one field is not flattened here.
+  for (let i = 1; i < path.length - 1; i++) {
+    const element = path[i].element;
+    const wrapper = element.repetition_type === 'REPEATED' || element.converted_type === 'LIST' || element.logical_type?.type === 'LIST';
+    if (!wrapper) return undefined;
+  }
+  let listDefinition = 0;
+  if (repetition) {
+    for (let i = 1; i < path.length; i++) {
+      if (path[i].element.repetition_type !== 'REQUIRED') listDefinition++;
+      if (path[i].element.repetition_type === 'REPEATED') break;
+    }
+  }
+  return { name: child.element.name, path, leaf, repeated: repetition === 1, maxDefinition: library.getMaxDefinitionLevel(path), listDefinition };
+}
+
+/**
+ * Rows of one fast column, decoded page by page: `values` (numbers, or BigInts past 2^53) and per row its
+ * [start, end) in them, or a null cell, or a row over ROW_VALUES.
+ */
+class ColumnCursor {
+  private readonly view: DataView;
+  private readonly reader: { view: DataView; offset: number };
+  private dictionary?: ArrayLike<unknown>;
+  private readonly decoder: Record<string, unknown>;
+  /** Values of the rows decoded and not yet taken. */
+  values = new Float64Array(1024);
+  /** BigInts of values past 2^53 (by index into `values`), where there are any. */
+  wide?: Map<number, bigint>;
+  used = 0;
+  /** Per decoded row: start in `values` (end is the next row's start), -1 for a null cell, -2 for a row over the limit. */
+  starts: number[] = [];
+  ends: number[] = [];
+  /** The row being assembled (its start), when the column repeats and the row may go on in the next page. */
+  private open = -1;
+  private openCount = 0;
+  private openNull = false;
+  done = false;
+  readonly booleans: boolean;
+
+  constructor(private readonly library: Library, readonly column: FastColumn, bytes: Uint8Array, codec: string) {
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.reader = { view: this.view, offset: 0 };
+    this.booleans = column.leaf.type === 'BOOLEAN';
+    this.decoder = { pathInSchema: column.path.slice(1).map((node) => node.element.name), type: column.leaf.type, element: column.leaf, schemaPath: column.path, codec, compressors: library.compressors, parsers: {} };
+  }
+
+  /** Complete rows decoded and not yet taken. */
+  get ready(): number { return this.starts.length; }
+
+  /** Decode pages until `rows` complete rows are ready or the chunk ends. */
+  fill(rows: number): void {
+    while (this.starts.length < rows && !this.done) {
+      if (this.reader.offset >= this.view.byteLength - 1) { this.finish(); break; }
+      this.page();
+    }
+  }
+
+  private finish(): void {
+    this.done = true;
+    if (this.open >= 0 || this.openNull) this.closeRow();
+  }
+
+  private page(): void {
+    const library = this.library;
+    const header = library.parquetHeader(this.reader as never);
+    const size = header.compressed_page_size;
+    if (!(size >= 0) || this.reader.offset + size > this.view.byteLength) throw new ParquetLimit(`column ${this.column.name}: a page runs past the end of its column chunk`);
+    if (!(header.uncompressed_page_size >= 0 && header.uncompressed_page_size <= PAGE_BYTES)) throw new ParquetLimit(`column ${this.column.name}: a page declares ${header.uncompressed_page_size} bytes uncompressed (at most ${PAGE_BYTES} are read)`);
+    const bytes = new Uint8Array(this.view.buffer, this.view.byteOffset + this.reader.offset, size);
+    this.reader.offset += size;
+    const decoder = this.decoder as never;
+    if (header.type === 'DICTIONARY_PAGE') {
+      const count = header.dictionary_page_header?.num_values ?? 0;
+      if (!(count >= 0 && count <= PAGE_VALUES)) throw new ParquetLimit(`column ${this.column.name}: a dictionary of ${count} values (at most ${PAGE_VALUES})`);
+      const page = library.decompressPage(bytes, header.uncompressed_page_size, this.decoder.codec as never, library.compressors);
+      this.dictionaryNumbers = undefined;
+      this.dictionary = library.readPlain({ view: new DataView(page.buffer, page.byteOffset, page.byteLength), offset: 0 }, this.column.leaf.type!, count, undefined) as ArrayLike<unknown>;
+      return;
+    }
+    const declared = header.data_page_header?.num_values ?? header.data_page_header_v2?.num_values;
+    if (declared === undefined) return; // an index page, or one this reader does not know: nothing to decode
+    if (!(declared >= 0 && declared <= PAGE_VALUES)) throw new ParquetLimit(`column ${this.column.name}: a page declares ${declared} values (at most ${PAGE_VALUES} are read)`);
+    const encoding = header.data_page_header?.encoding ?? header.data_page_header_v2?.encoding ?? 'PLAIN';
+    const dictionaryEncoded = encoding === 'RLE_DICTIONARY' || encoding === 'PLAIN_DICTIONARY';
+    if (dictionaryEncoded && !this.dictionary) throw new ParquetLimit(`column ${this.column.name}: a dictionary-encoded page without a dictionary`);
+    if (this.fastPage(header, bytes, declared, encoding, dictionaryEncoded)) return;
+    // Encodings read less often (delta, byte stream split, bit-packed levels): hyparquet decodes the page.
+    const { definitionLevels, repetitionLevels, dataPage } = header.type === 'DATA_PAGE_V2'
+      ? library.readDataPageV2(bytes, header, decoder)
+      : library.readDataPage(library.decompressPage(bytes, header.uncompressed_page_size, this.decoder.codec as never, library.compressors), header.data_page_header!, decoder);
+    const dictionary = dictionaryEncoded ? this.dictionary : undefined;
+    const values = dictionary ? Array.from(dataPage as ArrayLike<number>, (index) => dictionary[index]) : dataPage as ArrayLike<unknown>;
+    this.take(declared, definitionLevels as ArrayLike<number>, repetitionLevels as ArrayLike<number>, values, 0);
+  }
+
+  /** Levels, dictionary indices and plain values decoded here into typed arrays: the common pages, without hyparquet's per-value arrays. */
+  private fastPage(header: PageHeader, bytes: Uint8Array, count: number, encoding: string, dictionaryEncoded: boolean): boolean {
+    const { repeated, maxDefinition } = this.column;
+    const v2 = header.type === 'DATA_PAGE_V2' ? header.data_page_header_v2! : undefined;
+    const v1 = header.data_page_header;
+    if (!v2 && (v1!.definition_level_encoding !== 'RLE' || (repeated && v1!.repetition_level_encoding !== 'RLE'))) return false;
+    if (!dictionaryEncoded && encoding !== 'PLAIN' && !(encoding === 'RLE' && this.booleans)) return false;
+    const library = this.library;
+    const codec = this.decoder.codec as never;
+    let page: Uint8Array;
+    let at = 0;
+    const repetition = repeated ? levels(count) : EMPTY;
+    const definition = maxDefinition ? levels(count) : EMPTY;
+    if (v2) {
+      const repetitionBytes = v2.repetition_levels_byte_length;
+      const definitionBytes = v2.definition_levels_byte_length;
+      if (repeated) readHybrid(bytes, 0, repetitionBytes, bitWidth(1), count, repetition);
+      if (maxDefinition) readHybrid(bytes, repetitionBytes, repetitionBytes + definitionBytes, bitWidth(maxDefinition), count, definition);
+      const rest = bytes.subarray(repetitionBytes + definitionBytes);
+      const size = header.uncompressed_page_size - repetitionBytes - definitionBytes;
+      page = v2.is_compressed !== false && size ? library.decompressPage(rest, size, codec, library.compressors) : rest;
+    } else {
+      page = library.decompressPage(bytes, header.uncompressed_page_size, codec, library.compressors);
+      const view = new DataView(page.buffer, page.byteOffset, page.byteLength);
+      if (repeated) { const length = view.getUint32(at, true); at += 4; readHybrid(page, at, at + length, bitWidth(1), count, repetition); at += length; }
+      if (maxDefinition) { const length = view.getUint32(at, true); at += 4; readHybrid(page, at, at + length, bitWidth(maxDefinition), count, definition); at += length; }
+    }
+    let present = count;
+    if (maxDefinition) { present = 0; for (let i = 0; i < count; i++) if (definition[i] === maxDefinition) present++; }
+    let values: ArrayLike<unknown>;
+    if (dictionaryEncoded) {
+      const width = page[at++];
+      const indices = new Uint32Array(present);
+      if (width) readHybrid(page, at, page.length, width, present, indices);
+      const dictionary = this.numericDictionary();
+      const out = new Float64Array(present);
+      for (let i = 0; i < present; i++) out[i] = dictionary[indices[i]];
+      if (this.dictionaryWide) {
+        const mixed: unknown[] = Array.from(out);
+        for (let i = 0; i < present; i++) { const big = this.dictionaryWide.get(indices[i]); if (big !== undefined) mixed[i] = big; }
+        values = mixed;
+      } else values = out;
+    } else if (encoding === 'RLE') {
+      const bits = new Uint8Array(present);
+      const view = new DataView(page.buffer, page.byteOffset, page.byteLength);
+      // RLE booleans carry their byte length first, in both page versions.
+      const length = view.getUint32(at, true);
+      at += 4;
+      readHybrid(page, at, at + length, 1, present, bits);
+      values = bits;
+    } else if (this.column.leaf.type === 'INT64') {
+      values = this.plainInt64(page, at, present);
+    } else {
+      values = library.readPlain({ view: new DataView(page.buffer, page.byteOffset, page.byteLength), offset: at }, this.column.leaf.type!, present, undefined) as ArrayLike<unknown>;
+    }
+    this.take(count, definition, repetition, values, maxDefinition ? 0 : -1);
+    return true;
+  }
+
+  /** PLAIN INT64 values as numbers, read as two 32-bit halves: a BigInt only for a value past 2^53. */
+  private plainInt64(page: Uint8Array, at: number, count: number): ArrayLike<unknown> {
+    if (at + count * 8 > page.length) throw new ParquetLimit(`column ${this.column.name}: a page holds fewer values than it declares`);
+    const view = new DataView(page.buffer, page.byteOffset + at, count * 8);
+    const unsigned = this.column.leaf.converted_type === 'UINT_64';
+    const out = new Float64Array(count);
+    let mixed: unknown[] | undefined;
+    for (let i = 0; i < count; i++) {
+      const low = view.getUint32(i * 8, true);
+      const high = view.getInt32(i * 8 + 4, true);
+      if (high >= -0x200000 && high < 0x200000 && !(unsigned && high < 0)) out[i] = high * 4294967296 + low;
+      else (mixed ??= [])[i] = exactInteger(unsigned ? view.getBigUint64(i * 8, true) : view.getBigInt64(i * 8, true));
+    }
+    if (!mixed) return out;
+    const values: unknown[] = Array.from(out);
+    mixed.forEach((value, i) => { values[i] = value; });
+    return values;
+  }
+
+  private dictionaryNumbers?: Float64Array;
+  private dictionaryWide?: Map<number, bigint>;
+
+  /** The dictionary as numbers (BigInts past 2^53 kept aside), made once per dictionary page. */
+  private numericDictionary(): Float64Array {
+    if (this.dictionaryNumbers) return this.dictionaryNumbers;
+    const dictionary = this.dictionary!;
+    const out = new Float64Array(dictionary.length);
+    this.dictionaryWide = undefined;
+    for (let i = 0; i < dictionary.length; i++) {
+      const value = this.number(dictionary[i]);
+      if (typeof value === 'bigint') { (this.dictionaryWide ??= new Map()).set(i, value); out[i] = NaN; } else out[i] = value;
+    }
+    this.dictionaryNumbers = out;
+    return out;
+  }
+
+  /** One stored value as a number, or a BigInt past 2^53 (unsigned types read unsigned). */
+  private number(raw: unknown): number | bigint {
+    const converted = this.column.leaf.converted_type;
+    if (typeof raw === 'number') return converted === 'UINT_32' && raw < 0 ? raw + 2 ** 32 : raw;
+    if (typeof raw === 'bigint') return exactInteger(converted === 'UINT_64' && raw < 0n ? raw + (1n << 64n) : raw);
+    if (typeof raw === 'boolean') return raw ? 1 : 0;
+    return NaN;
+  }
+
+  private ensure(extra: number): void {
+    if (this.used + extra <= this.values.length) return;
+    let size = this.values.length * 2;
+    while (size < this.used + extra) size *= 2;
+    const bigger = new Float64Array(size);
+    bigger.set(this.values.subarray(0, this.used));
+    this.values = bigger;
+  }
+
+  private push(raw: unknown): void {
+    if (this.openCount++ >= ROW_VALUES) return;
+    const value = typeof raw === 'number' && this.column.leaf.converted_type !== 'UINT_32' ? raw : this.number(raw);
+    if (typeof value === 'bigint') { (this.wide ??= new Map()).set(this.used, value); this.values[this.used++] = NaN; } else this.values[this.used++] = value;
+  }
+
+  private closeRow(): void {
+    if (this.openNull) { this.starts.push(-1); this.ends.push(-1); }
+    else if (this.openCount > ROW_VALUES) { this.used = this.open; this.starts.push(-2); this.ends.push(this.openCount); }
+    else { this.starts.push(this.open); this.ends.push(this.used); }
+    this.open = -1;
+    this.openCount = 0;
+    this.openNull = false;
+  }
+
+  /**
+   * `count` level pairs of one page and their present values: rows closed where a new one starts (repetition
+   * 0), nulls where the definition level says so. `allPresent` (-1): no definition levels, every value is there.
+   */
+  private take(count: number, definition: ArrayLike<number>, repetition: ArrayLike<number>, data: ArrayLike<unknown>, allPresent: number): void {
+    const { repeated, maxDefinition, listDefinition } = this.column;
+    const everyValue = allPresent === -1 || definition.length === 0;
+    let next = 0;
+    this.ensure(Math.min(count, ROW_VALUES));
+    // Plain numbers (a typed array of values that need no conversion) are copied without a call per value.
+    const direct = data instanceof Float64Array || data instanceof Float32Array || (data instanceof Int32Array && this.column.leaf.converted_type !== 'UINT_32') || data instanceof Uint8Array;
+    if (!repeated) {
+      for (let i = 0; i < count; i++) {
+        this.open = this.used;
+        if (everyValue || definition[i] === maxDefinition) {
+          if (direct) { this.openCount++; this.values[this.used++] = data[next++] as number; } else this.push(data[next++]);
+        } else this.openNull = true;
+        this.closeRow();
+      }
+      return;
+    }
+    const values = this.values;
+    for (let i = 0; i < count; i++) {
+      const def = everyValue ? maxDefinition : definition[i];
+      if (repetition[i] === 0) {
+        if (this.open >= 0 || this.openNull) this.closeRow();
+        this.open = this.used;
+        // Below the list's own level: the list is null (an empty list is one level up from its elements).
+        if (def < listDefinition - 1) this.openNull = true;
+      }
+      if (def >= listDefinition) {
+        if (def !== maxDefinition) this.push(null); // a null element: NaN, which no id or mask check lets through
+        else if (direct && this.openCount < ROW_VALUES) { this.openCount++; values[this.used++] = data[next++] as number; }
+        else this.push(data[next++]);
+      }
+    }
+  }
+
+  /** The cell of taken row `row` (0-based among those ready). */
+  cell(row: number): unknown {
+    const start = this.starts[row];
+    if (start === -1) return undefined;
+    if (start === -2) throw new ParquetLimit(`column ${this.column.name} holds ${this.ends[row]} values in this row (at most ${ROW_VALUES} are read)`);
+    const end = this.ends[row];
+    const wide = this.wide;
+    if (!this.column.repeated) return wide?.get(start) ?? (this.booleans ? this.values[start] === 1 : this.values[start]);
+    const out = new Array(end - start);
+    if (this.booleans) for (let i = start; i < end; i++) out[i - start] = this.values[i] === 1;
+    else for (let i = start; i < end; i++) out[i - start] = this.values[i];
+    if (wide) for (let i = start; i < end; i++) { const big = wide.get(i); if (big !== undefined) out[i - start] = big; }
+    return out;
+  }
+
+  /** Drop the first `rows` rows (handed out): their values go, the rest move to the front. */
+  drop(rows: number): void {
+    if (!rows) return;
+    const keepFrom = rows < this.starts.length ? this.starts.slice(rows).find((start) => start >= 0) ?? (this.open >= 0 ? this.open : this.used) : (this.open >= 0 ? this.open : this.used);
+    const shift = keepFrom;
+    this.values.copyWithin(0, shift, this.used);
+    this.used -= shift;
+    if (this.wide) {
+      const moved = new Map<number, bigint>();
+      for (const [at, big] of this.wide) if (at >= shift) moved.set(at - shift, big);
+      this.wide = moved.size ? moved : undefined;
+    }
+    this.starts = this.starts.slice(rows).map((start) => (start >= 0 ? start - shift : start));
+    this.ends = this.ends.slice(rows).map((end, i) => (this.starts[i] >= 0 ? end - shift : end));
+    if (this.open >= 0) this.open -= shift;
+    // Give back memory a huge row took.
+    if (this.values.length > 1 << 20 && this.used < this.values.length / 4) this.values = this.values.slice(0, Math.max(1024, this.used * 2));
+  }
+}
+
+const describeRows = (first: number, count: number) => (count === 1 ? `row ${first}` : `rows ${first}–${first + count - 1}`);
+
+/**
+ * Rows of a Parquet file as objects (a field per column; a null cell is a field the row does not have),
+ * numbered from 1, in order; a row that cannot be read comes as `{ number, error }` and the rest go on.
+ */
+export async function* readParquetRows(path: string): AsyncGenerator<ParquetRow> {
+  const library = await load();
+  const { file, metadata } = await openParquet(library, path);
+  const root = library.parquetSchema(metadata);
+  const fast = new Map<string, FastColumn>();
+  for (const child of root.children) {
+    const column = fastColumn(library, child, root);
+    if (column) fast.set(child.element.name, column);
+  }
+  const names = root.children.map((child) => child.element.name);
+  let groupStart = 0;
+  let number = 0;
+  for (const [index, group] of metadata.row_groups.entries()) {
+    const where = `row group ${index + 1} of ${metadata.row_groups.length}`;
+    const declared = Number(group.num_rows);
+    // Rows the group's flat columns say they hold: what numbering goes on by if num_rows is wrong.
+    const stored = storedRows(group.columns, root) ?? declared;
+    try {
+      if (!Number.isSafeInteger(declared) || declared < 0) throw new ParquetLimit(`num_rows is ${group.num_rows}`);
+      if (stored !== declared) throw new ParquetLimit(`num_rows says ${declared} but its columns hold ${stored} rows`);
+      yield* readGroup(library, file, metadata, group, groupStart, number, names, fast);
+    } catch (error) {
+      if (!(error instanceof GroupError) && !(error instanceof ParquetLimit) && !(error instanceof Error)) throw error;
+      const at = error instanceof GroupError ? error.rowsDone : 0;
+      const count = Math.max(stored - at, 1);
+      yield { number: number + at + 1, error: `${where} (${describeRows(number + at + 1, count)}) cannot be read: ${error instanceof GroupError ? error.reason : (error as Error).message}` };
+    }
+    number += Math.max(stored, 0);
+    groupStart += Math.max(declared, 0);
+  }
+}
+
+/** The top-level columns of a Parquet file, each as its schema elements (the column first, then its subtree), in order. */
+export async function parquetColumns(path: string): Promise<Array<{ name: string; schema: SchemaElement[] }>> {
+  const { metadata } = await openParquet(await load(), path);
+  const out: Array<{ name: string; schema: SchemaElement[] }> = [];
+  const elements = metadata.schema;
+  for (let index = 1; index < elements.length;) {
+    let pending = 1;
+    let end = index;
+    while (pending > 0 && end < elements.length) { pending += (elements[end].num_children ?? 0) - 1; end++; }
+    out.push({ name: elements[index].name, schema: elements.slice(index, end) });
+    index = end;
+  }
+  return out;
+}
+
+/** The file and its footer; a file that cannot be opened, or is not Parquet, is a ParquetFileError naming it. */
+async function openParquet(library: Library, path: string) {
+  let file;
+  try {
+    file = await library.asyncBufferFromFile(path);
+  } catch (error) {
+    throw new ParquetFileError(`cannot read ${path}: ${(error as Error).message}`);
+  }
+  try {
+    return { file, metadata: await library.parquetMetadataAsync(file) };
+  } catch (error) {
+    throw new ParquetFileError(`${path}: not a Parquet file tagmask can read (${(error as Error).message})`);
+  }
+}
+
+/** The Parquet file itself cannot be read (not Parquet, a broken footer): a set-up error for the whole run. */
+export class ParquetFileError extends InputError {}
+
+/** A row group failed after `rowsDone` of its rows were handed out. */
+class GroupError extends Error {
+  constructor(readonly rowsDone: number, readonly reason: string) { super(reason); }
+}
+
+/** The row count a group's flat (unrepeated) column chunks agree on, if any is flat. */
+function storedRows(columns: ColumnChunk[], root: SchemaTree): number | undefined {
+  for (const chunk of columns) {
+    const path = chunk.meta_data?.path_in_schema;
+    if (!path) continue;
+    let node: SchemaTree | undefined = root;
+    let repeated = false;
+    for (const part of path) {
+      node = node?.children.find((child) => child.element.name === part);
+      if (node?.element.repetition_type === 'REPEATED') repeated = true;
+    }
+    if (node && !repeated) return Number(chunk.meta_data!.num_values);
+  }
+  return undefined;
+}
+
+async function* readGroup(library: Library, file: Awaited<ReturnType<Library['asyncBufferFromFile']>>, metadata: FileMetaData, group: FileMetaData['row_groups'][number], groupStart: number, number: number, names: string[], fast: Map<string, FastColumn>): AsyncGenerator<ParquetRow> {
+  const rows = Number(group.num_rows);
+  let done = 0;
+  try {
+    // Fast columns: their chunk's bytes, decoded page by page as rows are handed out.
+    const cursors: ColumnCursor[] = [];
+    for (const column of fast.values()) {
+      const chunk = group.columns.find((item) => item.meta_data?.path_in_schema.join('.') === column.path.slice(1).map((node) => node.element.name).join('.'));
+      const meta = chunk?.meta_data;
+      if (!meta) throw new ParquetLimit(`column ${column.name} has no column chunk`);
+      const start = Number(meta.dictionary_page_offset ?? meta.data_page_offset);
+      const length = Number(meta.total_compressed_size);
+      if (!(length >= 0 && length <= CHUNK_BYTES) || !(start >= 0) || start + length > file.byteLength) throw new ParquetLimit(`column ${column.name}: its column chunk (${length} bytes at ${start}) is not inside the file`);
+      cursors.push(new ColumnCursor(library, column, new Uint8Array(await file.slice(start, start + length)), meta.codec));
+    }
+    // Other columns: hyparquet reads them for the whole group (they are a rollout's small fields).
+    const others: Array<[string, unknown[]]> = [];
+    for (const name of names) {
+      if (fast.has(name)) continue;
+      for (const chunk of group.columns) {
+        if (chunk.meta_data?.path_in_schema[0] !== name) continue;
+        const size = Number(chunk.meta_data.total_uncompressed_size);
+        if (!(size >= 0 && size <= CHUNK_BYTES)) throw new ParquetLimit(`column ${name} declares ${chunk.meta_data.total_uncompressed_size} bytes uncompressed`);
+      }
+      const objects = await library.parquetReadObjects({ file, metadata, rowStart: groupStart, rowEnd: groupStart + rows, columns: [name], compressors: library.compressors as never, utf8: true });
+      if (objects.length !== rows) throw new ParquetLimit(`column ${name} holds ${objects.length} rows`);
+      others.push([name, objects.map((row) => row[name])]);
+    }
+    while (done < rows) {
+      const want = Math.min(BATCH_ROWS, rows - done);
+      for (const cursor of cursors) cursor.fill(want);
+      const ready = cursors.length ? Math.min(...cursors.map((cursor) => cursor.ready)) : want;
+      if (ready === 0) {
+        const short = cursors.find((cursor) => cursor.ready === 0)!;
+        throw new ParquetLimit(`num_rows says ${rows} but column ${short.column.name} ends after ${done} rows`);
+      }
+      const take = Math.min(ready, want);
+      for (let row = 0; row < take; row++) {
+        const rowNumber = number + done + row + 1;
+        try {
+          const value: Record<string, unknown> = {};
+          let c = 0;
+          for (const name of names) {
+            let cell: unknown;
+            if (fast.has(name)) cell = cursors[c++].cell(row);
+            else cell = others.find(([other]) => other === name)![1][done + row];
+            if (cell === null || cell === undefined) continue;
+            value[name] = fast.has(name) ? cell : plainValue(cell);
+          }
+          yield { number: rowNumber, value };
+        } catch (error) {
+          if (!(error instanceof ParquetLimit)) throw error;
+          yield { number: rowNumber, error: error.message };
+        }
+      }
+      for (const cursor of cursors) cursor.drop(take);
+      done += take;
+    }
+    for (const cursor of cursors) {
+      cursor.fill(1);
+      if (cursor.ready) throw new ParquetLimit(`num_rows says ${rows} but column ${cursor.column.name} holds more rows`);
+    }
+  } catch (error) {
+    if (error instanceof ParquetLimit) throw new GroupError(done, error.message);
+    throw new GroupError(done, `${(error as Error).message}`);
+  }
+}
+
+const EMPTY = new Uint8Array(0);
+const levels = (count: number) => new Uint8Array(count);
+const bitWidth = (value: number) => 32 - Math.clz32(value);
+
+/**
+ * Parquet's RLE / bit-packed hybrid (levels, dictionary indices, RLE booleans) into `out`, from
+ * bytes[start, end): runs of one value, or groups of 8 values of `width` bits packed LSB first.
+ */
+function readHybrid(bytes: Uint8Array, start: number, end: number, width: number, count: number, out: Uint8Array | Uint32Array): void {
+  let at = start;
+  let i = 0;
+  const mask = width >= 32 ? 0xffffffff : (1 << width) - 1;
+  const valueBytes = (width + 7) >> 3;
+  while (i < count && at < end) {
+    let header = 0;
+    let shift = 0;
+    for (;;) {
+      const byte = bytes[at++];
+      header += (byte & 0x7f) * 2 ** shift;
+      if (byte < 0x80 || at >= end) break;
+      shift += 7;
+    }
+    if (header % 2 === 1) {
+      let left = Math.floor(header / 2) * 8;
+      let buffer = 0;
+      let bits = 0;
+      if (width <= 24) {
+        while (left-- > 0) {
+          while (bits < width) { buffer |= (bytes[at++] ?? 0) << bits; bits += 8; }
+          if (i < count) out[i++] = buffer & mask;
+          buffer >>>= width;
+          bits -= width;
+        }
+      } else {
+        let wide = 0;
+        while (left-- > 0) {
+          while (bits < width) { wide += (bytes[at++] ?? 0) * 2 ** bits; bits += 8; }
+          if (i < count) out[i++] = wide % 2 ** width;
+          wide = Math.floor(wide / 2 ** width);
+          bits -= width;
+        }
+      }
+    } else {
+      const run = Math.floor(header / 2);
+      let value = 0;
+      for (let b = 0; b < valueBytes; b++) value += (bytes[at++] ?? 0) * 2 ** (8 * b);
+      const stop = Math.min(count, i + run);
+      out.fill(value, i, stop);
+      i = stop;
+    }
+  }
+  if (i < count) throw new ParquetLimit(`a page's levels or indices end after ${i} of ${count} values`);
+}
+
+/** The content size a Zstandard frame header declares (RFC 8878 §3.1.1.1), when it declares one. */
+function zstdContentSize(bytes: Uint8Array): number | undefined {
+  if (bytes.length < 6 || bytes[0] !== 0x28 || bytes[1] !== 0xb5 || bytes[2] !== 0x2f || bytes[3] !== 0xfd) return undefined;
+  const flags = bytes[4];
+  const singleSegment = (flags >> 5) & 1;
+  const sizeFlag = flags >> 6;
+  const dictionaryBytes = [0, 1, 2, 4][flags & 3];
+  const sizeBytes = sizeFlag ? 1 << sizeFlag : singleSegment;
+  if (!sizeBytes) return undefined;
+  const at = 5 + (singleSegment ? 0 : 1) + dictionaryBytes;
+  let size = 0;
+  for (let i = 0; i < sizeBytes; i++) size += (bytes[at + i] ?? 0) * 2 ** (8 * i);
+  return sizeBytes === 2 ? size + 256 : size;
+}

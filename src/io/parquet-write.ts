@@ -1,0 +1,514 @@
+/**
+ * Parquet rows out, through the same output file as JSONL (a temporary file renamed into place on close, so
+ * complete or absent; FIFOs and devices written through; removed on a signal).
+ *
+ * Why columns are declared up front, and what happens to those that cannot be: a Parquet file has one schema,
+ * written in its footer, and every row group holds every column. Before, the schema was guessed from the
+ * first row group, so a field first seen later (a diagnostic, an error row's `line` and `error`, text
+ * rollouts' `tokens`) ended the run or was lost. Now the command declares every column it can emit before
+ * the first row (`mask`: id, mask, tokens, spans, diagnostics, line, error; `check` and `merge` theirs), and
+ * a Parquet input lends its own schema: `--out-format` writes its columns back with their own types (structs
+ * stay structs, lists of lists stay lists, int64 stays int64) and `id` keeps the input's type. Only what
+ * cannot be known before the rows come (the `id` of a JSONL input, the fields `--out-format` writes back from
+ * JSONL) is inferred, from all the rows: those columns' values are spilled, a row group at a time, to an
+ * unlinked temporary file, and their column chunks are written after the last row group, once every value has
+ * been seen (a row group's column chunks need not be next to each other: readers find each by its offset).
+ * Memory stays bounded by one row group either way.
+ */
+import { closeSync, openSync, readSync, unlinkSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { deserialize, serialize } from 'node:v8';
+import type { SchemaElement, SchemaTree } from 'hyparquet';
+import { JsonlWriter } from './jsonl.ts';
+import { jsonText } from './json.ts';
+
+type Library = {
+  ParquetWriter: typeof import('hyparquet-writer').ParquetWriter;
+  ByteWriter: typeof import('hyparquet-writer').ByteWriter;
+  writeColumn: typeof import('hyparquet-writer/src/column.js').writeColumn;
+  encodeNestedValues: typeof import('hyparquet-writer/src/dremel.js').encodeNestedValues;
+  getSchemaPath: typeof import('hyparquet/src/schema.js').getSchemaPath;
+};
+
+let library: Promise<Library> | undefined;
+const load = () => (library ??= (async () => {
+  const [writer, column, dremel, schema] = await Promise.all([import('hyparquet-writer'), import('hyparquet-writer/src/column.js'), import('hyparquet-writer/src/dremel.js'), import('hyparquet/src/schema.js')]);
+  return { ParquetWriter: writer.ParquetWriter, ByteWriter: writer.ByteWriter, writeColumn: column.writeColumn, encodeNestedValues: dremel.encodeNestedValues, getSchemaPath: schema.getSchemaPath };
+})());
+
+/**
+ * The column kinds tagmask writes: lists of token ids (uint32), of 0/1 flags (uint8), of int64, of doubles, of
+ * float32 (tinker's tensors), of booleans; scalars; and JSON text for anything else (spans, diagnostics).
+ */
+export type ColumnKind = 'ids' | 'flags' | 'ints' | 'floats' | 'float32s' | 'bools' | 'string' | 'int' | 'float' | 'bool' | 'json';
+
+/**
+ * A column declared before the first row: a kind, the schema elements of a Parquet input's column (its subtree,
+ * column first), or a place for a column whose kind is inferred from every row (a JSONL input's `id`).
+ */
+export type DeclaredColumn = { name: string; kind: ColumnKind } | { name: string; schema: SchemaElement[] } | { name: string; infer: true };
+
+const UINT32_MAX = 0xffffffff;
+
+function schemaFor(name: string, kind: ColumnKind): SchemaElement[] {
+  const list = (element: Partial<SchemaElement>): SchemaElement[] => [
+    { name, repetition_type: 'OPTIONAL', converted_type: 'LIST', num_children: 1 },
+    { name: 'list', repetition_type: 'REPEATED', num_children: 1 },
+    { name: 'element', repetition_type: 'REQUIRED', ...element } as SchemaElement,
+  ];
+  switch (kind) {
+    case 'ids': return list({ type: 'INT32', converted_type: 'UINT_32' });
+    case 'flags': return list({ type: 'INT32', converted_type: 'UINT_8' });
+    case 'ints': return list({ type: 'INT64' });
+    case 'floats': return list({ type: 'DOUBLE' });
+    case 'float32s': return list({ type: 'FLOAT' });
+    case 'bools': return list({ type: 'BOOLEAN' });
+    case 'string': return [{ name, repetition_type: 'OPTIONAL', type: 'BYTE_ARRAY', converted_type: 'UTF8' }];
+    case 'int': return [{ name, repetition_type: 'OPTIONAL', type: 'INT64' }];
+    case 'float': return [{ name, repetition_type: 'OPTIONAL', type: 'DOUBLE' }];
+    case 'bool': return [{ name, repetition_type: 'OPTIONAL', type: 'BOOLEAN' }];
+    case 'json': return [{ name, repetition_type: 'OPTIONAL', type: 'BYTE_ARRAY', converted_type: 'JSON' }];
+  }
+}
+
+const isIntegral = (value: unknown) => (typeof value === 'number' && Number.isInteger(value)) || typeof value === 'bigint';
+const isList = (value: unknown): value is ArrayLike<unknown> => Array.isArray(value) || (ArrayBuffer.isView(value) && !(value instanceof DataView));
+
+/** The narrowest kind a value fits. */
+function kindOf(value: unknown): ColumnKind {
+  if (isList(value)) {
+    if (value instanceof Uint8Array) return 'flags';
+    if (value instanceof Float32Array) return 'float32s';
+    if (value instanceof Float64Array) return 'floats';
+    let kind: ColumnKind = 'flags';
+    for (let i = 0; i < value.length; i++) {
+      const item = value[i];
+      if (typeof item === 'boolean') { if (i === 0) kind = 'bools'; else if (kind !== 'bools') return 'json'; continue; }
+      if (kind === 'bools') return 'json';
+      if (isIntegral(item)) {
+        const n = item as number | bigint;
+        if (kind === 'flags' && n !== 0 && n !== 1) kind = 'ids';
+        if (kind === 'ids' && (n < 0 || n > UINT32_MAX)) kind = 'ints';
+        if (kind === 'ints' && typeof n === 'bigint' && (n < -(2n ** 63n) || n >= 2n ** 63n)) return 'json';
+      } else if (typeof item === 'number') kind = 'floats';
+      else return 'json';
+    }
+    return kind;
+  }
+  if (typeof value === 'string') return 'string';
+  if (typeof value === 'boolean') return 'bool';
+  if (typeof value === 'bigint') return value >= -(2n ** 63n) && value < 2n ** 63n ? 'int' : 'json';
+  if (typeof value === 'number') return Number.isInteger(value) ? 'int' : 'float';
+  return 'json';
+}
+
+const LIST_ORDER: ColumnKind[] = ['flags', 'ids', 'ints', 'floats'];
+
+/** The kind that holds values of both kinds. */
+function widen(a: ColumnKind | undefined, b: ColumnKind): ColumnKind {
+  if (a === undefined || a === b) return b;
+  if (LIST_ORDER.includes(a) && LIST_ORDER.includes(b)) return LIST_ORDER[Math.max(LIST_ORDER.indexOf(a), LIST_ORDER.indexOf(b))];
+  if ((a === 'float32s' && b === 'floats') || (a === 'floats' && b === 'float32s')) return 'floats';
+  if ((a === 'int' && b === 'float') || (a === 'float' && b === 'int')) return 'float';
+  return 'json';
+}
+
+/** Whether a value goes into a column of this kind as it is. */
+function fits(kind: ColumnKind, value: unknown): boolean {
+  if (value === null || value === undefined) return true;
+  if (kind === 'json') return true;
+  const own = kindOf(value);
+  if (own === kind) return true;
+  if (isList(value) && value.length === 0) return LIST_ORDER.includes(kind) || kind === 'float32s' || kind === 'bools';
+  // Any list of numbers goes into a float32 column (tinker's tensors are float32 by construction).
+  if (kind === 'float32s' && (LIST_ORDER.includes(own) || own === 'float32s')) return true;
+  return widen(kind, own) === kind;
+}
+
+/** One column as the writer holds it: its schema path, and whether its values come in a later pass (inferred). */
+interface Column {
+  name: string;
+  kind?: ColumnKind;
+  schema?: SchemaElement[];
+  /** Declared: written with each row group. Inferred: spilled, written after the last row group. */
+  inferred: boolean;
+}
+
+/** Rows written per row group: bounded memory, and groups a reader can take one at a time. */
+const GROUP_ROWS = 8192;
+/** …or fewer, when rows are long: a group is flushed once it holds this many list values. */
+const GROUP_VALUES = 1 << 20;
+/** hyparquet-writer output is handed to the file in chunks of about this size. */
+const CHUNK_BYTES = 1 << 20;
+
+/** A value that does not fit its column: this row fails (the caller writes its error row), the others go on. */
+export class ParquetValueError extends Error {}
+
+/**
+ * Parquet rows out. `declared` columns are written with each row group in their declared types; any other
+ * field a row holds is inferred over all rows (see the header).
+ */
+export class ParquetRowWriter {
+  private rows: Array<Record<string, unknown>> = [];
+  private values = 0;
+  private readonly columns: Column[] = [];
+  private readonly byName = new Map<string, Column>();
+  private writer!: InstanceType<Library['ParquetWriter']>;
+  private readonly output: JsonlWriter;
+  private closed = false;
+  /** Spill of inferred columns' values: an unlinked temporary file, gone however the process ends. */
+  private spill?: { fd: number; at: number; groups: Array<Array<{ name: string; at: number; length: number }>> };
+  private groups = 0;
+
+  /** A writer with its library loaded (hyparquet-writer is loaded only when a Parquet file is written). */
+  static async open(path: string, declared: DeclaredColumn[] = []): Promise<ParquetRowWriter> {
+    return new ParquetRowWriter(path, await load(), declared);
+  }
+
+  private constructor(path: string, private readonly library: Library, declared: DeclaredColumn[]) {
+    for (const column of declared) this.addColumn('infer' in column ? { name: column.name, inferred: true } : { name: column.name, ...('kind' in column ? { kind: column.kind } : { schema: column.schema }), inferred: false });
+    this.output = new JsonlWriter(path, { gzip: false });
+  }
+
+  private addColumn(column: Column): Column {
+    this.columns.push(column);
+    this.byName.set(column.name, column);
+    return column;
+  }
+
+  /** hyparquet-writer's byte writer, its full chunks handed to our output instead of its own appends to a file name. */
+  private byteWriter(): InstanceType<Library['ByteWriter']> {
+    const writer = new this.library.ByteWriter();
+    const output = this.output;
+    const ensure = writer.ensure.bind(writer);
+    const flush = () => {
+      output.writeBytes(new Uint8Array(writer.buffer, 0, writer.index));
+      writer.index = 0;
+    };
+    writer.ensure = (size: number) => {
+      if (writer.index > CHUNK_BYTES) flush();
+      ensure(size);
+    };
+    writer.finish = flush;
+    return writer;
+  }
+
+  /** Add a row; throws ParquetValueError (nothing added) when a value does not fit its declared column. */
+  write(row: Record<string, unknown>): void {
+    const converted: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(row)) {
+      if (value === null || value === undefined) continue;
+      let column = this.byName.get(name);
+      if (!column) column = this.addColumn({ name, inferred: true });
+      converted[name] = column.inferred ? value : checkDeclared(column, value);
+    }
+    this.rows.push(converted);
+    for (const value of Object.values(converted)) if (isList(value)) this.values += value.length;
+    if (this.rows.length >= GROUP_ROWS || this.values >= GROUP_VALUES) this.flush();
+  }
+
+  private start(): void {
+    if (this.writer) return;
+    // The placeholder schema is replaced before the footer is written, once inferred columns are known.
+    this.writer = new this.library.ParquetWriter({ writer: this.byteWriter(), schema: [{ name: 'root', num_children: 0 }], codec: 'SNAPPY', createdBy: 'tagmask (hyparquet-writer)' });
+  }
+
+  private flush(): void {
+    const rows = this.rows;
+    if (!rows.length) return;
+    this.start();
+    const writer = this.writer as unknown as { writer: { offset: number }; row_groups: Array<Record<string, unknown>>; num_rows: bigint; pendingIndexes: unknown[] };
+    const groupStart = writer.writer.offset;
+    const chunks: Array<Record<string, unknown>> = [];
+    const spilled: Array<{ name: string; at: number; length: number }> = [];
+    for (const column of this.columns) {
+      const cells = rows.map((row) => row[column.name]);
+      if (column.inferred) {
+        spilled.push({ name: column.name, ...this.spillValues(cells) });
+        continue;
+      }
+      for (const result of this.encode(column, cells)) {
+        chunks.push(result.chunk);
+        writer.pendingIndexes.push(result);
+      }
+    }
+    (this.spill ??= { fd: -1, at: 0, groups: [] }).groups.push(spilled);
+    writer.row_groups.push({ columns: chunks, total_byte_size: 0n, num_rows: BigInt(rows.length), total_compressed_size: BigInt(writer.writer.offset - groupStart) });
+    writer.num_rows += BigInt(rows.length);
+    this.groups++;
+    this.rows = [];
+    this.values = 0;
+  }
+
+  /** One group's values of an inferred column, to the spill file. */
+  private spillValues(cells: unknown[]): { at: number; length: number } {
+    if (!this.spill || this.spill.fd < 0) {
+      const path = join(tmpdir(), `tagmask-parquet-${process.pid}-${Math.random().toString(36).slice(2)}.spill`);
+      const fd = openSync(path, 'wx+', 0o600);
+      unlinkSync(path);
+      if (this.spill) this.spill.fd = fd; else this.spill = { fd, at: 0, groups: [] };
+    }
+    const bytes = serialize(cells);
+    for (let written = 0; written < bytes.length;) written += writeSync(this.spill.fd, bytes, written, bytes.length - written, this.spill.at + written);
+    const at = this.spill.at;
+    this.spill.at += bytes.length;
+    return { at, length: bytes.length };
+  }
+
+  private readSpill(at: number, length: number): unknown[] {
+    const bytes = Buffer.allocUnsafe(length);
+    for (let read = 0; read < length;) read += readSync(this.spill!.fd, bytes, read, length - read, at + read);
+    return deserialize(bytes) as unknown[];
+  }
+
+  /** The schema elements of a column (its subtree, column first). */
+  private schemaOf(column: Column): SchemaElement[] {
+    return column.schema ?? schemaFor(column.name, column.kind!);
+  }
+
+  /** Column chunks of one column for one row group's cells (one per leaf). */
+  private encode(column: Column, cells: unknown[]): Array<{ chunk: Record<string, unknown> }> {
+    const elements = this.schemaOf(column);
+    const schema: SchemaElement[] = [{ name: 'root', num_children: 1 }, ...elements];
+    const root = this.library.getSchemaPath(schema, [])[0];
+    const out: Array<{ chunk: Record<string, unknown> }> = [];
+    for (const leafPath of leafPaths([root, root.children[0]])) {
+      const path = leafPath.map((node) => node.element);
+      const leaf = path[path.length - 1];
+      const simpleList = leafPath.length === 4 && path[2].repetition_type === 'REPEATED' && path[3].repetition_type !== 'REPEATED' && !leaf.num_children;
+      const flat = leafPath.length === 2;
+      const pageData = simpleList ? listPageData(cells, path) : flat ? flatPageData(cells, leaf) : this.library.encodeNestedValues(leafPath as never, cells as never);
+      // Values are handed over in their physical form already: no conversion (JSON text, unsigned) on the way.
+      const element = { ...leaf, converted_type: leaf.converted_type === 'JSON' || leaf.converted_type === 'UTF8' ? undefined : leaf.converted_type };
+      const big = simpleList && !(leaf.type === 'BYTE_ARRAY');
+      const result = this.library.writeColumn({
+        writer: (this.writer as unknown as { writer: never }).writer,
+        column: { columnName: path.slice(1).map((node) => node.name).join('.'), element, schemaPath: path, codec: 'SNAPPY', compressors: (this.writer as unknown as { compressors: never }).compressors, stats: !big, pageSize: 1 << 20, columnIndex: false, offsetIndex: true, encoding: big ? 'PLAIN' : undefined } as never,
+        pageData: pageData as never,
+      });
+      out.push(result as never);
+    }
+    return out;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      this.flush();
+      this.start();
+      this.finishInferred();
+      const schema: SchemaElement[] = [{ name: 'root', num_children: this.columns.length }, ...this.columns.flatMap((column) => this.schemaOf(column))];
+      (this.writer as unknown as { schema: SchemaElement[] }).schema = schema;
+      this.writer.finish();
+    } catch (error) {
+      this.output.abort();
+      this.closeSpill();
+      throw error;
+    }
+    this.closeSpill();
+    this.output.close();
+  }
+
+  /** Inferred columns: their kind from every value, then their chunks for every row group, after the last one. */
+  private finishInferred(): void {
+    const inferred = this.columns.filter((column) => column.inferred);
+    if (!inferred.length) return;
+    const groups = this.spill?.groups ?? [];
+    for (const column of inferred) {
+      let kind: ColumnKind | undefined;
+      for (const group of groups) {
+        const place = group.find((item) => item.name === column.name);
+        if (!place) continue;
+        for (const value of this.readSpill(place.at, place.length)) if (value !== null && value !== undefined) kind = widen(kind, kindOf(value));
+      }
+      column.kind = kind ?? 'json';
+      column.inferred = false;
+    }
+    const writer = this.writer as unknown as { writer: { offset: number }; row_groups: Array<{ columns: Array<Record<string, unknown>>; num_rows: bigint; total_compressed_size: bigint }>; pendingIndexes: unknown[] };
+    writer.row_groups.forEach((rowGroup, g) => {
+      const before = writer.writer.offset;
+      const rows = Number(rowGroup.num_rows);
+      // Chunks in schema order: declared ones as written, inferred ones written now.
+      const declared = [...rowGroup.columns];
+      const ordered: Array<Record<string, unknown>> = [];
+      for (const column of this.columns) {
+        if (!inferred.includes(column)) {
+          const leaves = leafCount(this.schemaOf(column));
+          ordered.push(...declared.splice(0, leaves));
+          continue;
+        }
+        const place = groups[g]?.find((item) => item.name === column.name);
+        const cells = place ? this.readSpill(place.at, place.length) : new Array(rows).fill(undefined);
+        for (const result of this.encode(column, cells.map((value) => checkDeclared(column, value)))) {
+          ordered.push(result.chunk);
+          writer.pendingIndexes.push(result);
+        }
+      }
+      rowGroup.columns = ordered;
+      rowGroup.total_compressed_size += BigInt(writer.writer.offset - before);
+    });
+  }
+
+  private closeSpill(): void {
+    if (this.spill && this.spill.fd >= 0) { try { closeSync(this.spill.fd); } catch { /* closing anyway */ } }
+    this.spill = undefined;
+  }
+
+  abort(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.closeSpill();
+    this.output.abort();
+  }
+}
+
+const leafCount = (elements: SchemaElement[]) => elements.filter((element) => !element.num_children).length;
+
+function leafPaths(path: SchemaTree[]): SchemaTree[][] {
+  const node = path[path.length - 1];
+  if (!node.children.length) return [path];
+  return node.children.flatMap((child) => leafPaths([...path, child]));
+}
+
+/** A declared column's value in the form its column is written in, or a ParquetValueError naming the field. */
+function checkDeclared(column: Column, value: unknown): unknown {
+  if (value === null || value === undefined) return value;
+  if (column.kind) {
+    if (!fits(column.kind, value)) throw new ParquetValueError(`field "${column.name}" holds ${preview(value)}, which does not fit its ${column.kind} column`);
+    return column.kind === 'json' || column.kind === 'string' && typeof value !== 'string' ? jsonText(value) : column.kind === 'int' ? BigInt(value as number) : value;
+  }
+  // A column of the input's own schema: numbers back to their physical type (int64 as BigInt, 0/1 as booleans).
+  const elements = column.schema!;
+  let index = 0;
+  const walk = (item: unknown, field: string): unknown => {
+    const element = elements[index];
+    if (item === null || item === undefined) { skip(); return item; }
+    if (!element.num_children) {
+      index++;
+      return physical(element, item, field);
+    }
+    const isListNode = element.converted_type === 'LIST' || element.logical_type?.type === 'LIST';
+    if (isListNode && element.num_children === 1 && elements[index + 1].repetition_type === 'REPEATED') {
+      if (!isList(item)) throw new ParquetValueError(`field "${field}" holds ${preview(item)}, not the list its column holds`);
+      const start = index;
+      const repeated = elements[index + 1];
+      const out: unknown[] = [];
+      const items = Array.from(item);
+      if (!items.length) { skip(); return out; }
+      for (const entry of items) {
+        index = start + 1;
+        if (repeated.num_children) {
+          index++; // into the repeated group's single child
+          out.push(walk(entry, `${field}[]`));
+        } else out.push(walk(entry, `${field}[]`));
+      }
+      return out;
+    }
+    if (element.repetition_type === 'REPEATED' && !element.num_children) {
+      index++;
+      return Array.from(item as ArrayLike<unknown>, (entry) => physical(element, entry, field));
+    }
+    // A struct (or map): each child field in order.
+    if (typeof item !== 'object' || isList(item)) throw new ParquetValueError(`field "${field}" holds ${preview(item)}, not the struct its column holds`);
+    const children = element.num_children!;
+    index++;
+    const out: Record<string, unknown> = { ...(item as Record<string, unknown>) };
+    for (let c = 0; c < children; c++) {
+      const child = elements[index];
+      out[child.name] = walk((item as Record<string, unknown>)[child.name], `${field}.${child.name}`);
+    }
+    return out;
+  };
+  const skip = () => {
+    // Past this element and its whole subtree.
+    let pending = 1;
+    while (pending > 0 && index < elements.length) { pending += (elements[index].num_children ?? 0) - 1; index++; }
+  };
+  return walk(value, column.name);
+}
+
+function physical(element: SchemaElement, value: unknown, field: string): unknown {
+  if (value === null || value === undefined) return value;
+  const wrong = () => new ParquetValueError(`field "${field}" holds ${preview(value)}, which does not fit its ${element.type}${element.converted_type ? ` (${element.converted_type})` : ''} column`);
+  switch (element.type) {
+    case 'INT64':
+      if (element.converted_type?.startsWith('TIMESTAMP') || element.logical_type?.type === 'TIMESTAMP' || element.converted_type === 'DECIMAL') return value;
+      if (typeof value === 'bigint') return value;
+      if (typeof value === 'number' && Number.isInteger(value)) return BigInt(value);
+      throw wrong();
+    case 'INT32':
+      if (element.converted_type === 'DATE' || element.converted_type === 'DECIMAL' || element.logical_type?.type === 'DATE') return value;
+      if (typeof value === 'number' && Number.isInteger(value)) return value;
+      throw wrong();
+    case 'BOOLEAN':
+      if (typeof value === 'boolean') return value;
+      if (value === 0 || value === 1) return value === 1;
+      throw wrong();
+    case 'FLOAT': case 'DOUBLE':
+      if (typeof value === 'number') return value;
+      throw wrong();
+    default:
+      return value;
+  }
+}
+
+const preview = (value: unknown) => { const text = jsonText(value) ?? String(value); return text.length > 40 ? `${text.slice(0, 40)}…` : text; };
+
+/** Page data for a flat optional column: values aligned with definition levels. */
+function flatPageData(cells: unknown[], leaf: SchemaElement) {
+  const definitionLevels = new Array<number>(cells.length);
+  for (let i = 0; i < cells.length; i++) definitionLevels[i] = cells[i] === null || cells[i] === undefined ? 0 : 1;
+  const values = leaf.type === 'BYTE_ARRAY' ? cells.map((cell) => (typeof cell === 'string' ? encoder.encode(cell) : cell)) : cells;
+  return { values, definitionLevels, repetitionLevels: [], maxDefinitionLevel: leaf.repetition_type === 'REQUIRED' ? 0 : 1 };
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * Page data for a list of numbers (three levels: optional list, repeated, element), straight from the cells:
+ * levels as typed arrays and, where no list is empty or null, the values as one typed array.
+ */
+function listPageData(cells: unknown[], path: SchemaElement[]) {
+  const leaf = path[3];
+  const listOptional = path[1].repetition_type === 'OPTIONAL';
+  const elementOptional = leaf.repetition_type === 'OPTIONAL';
+  const maxDefinitionLevel = (listOptional ? 1 : 0) + 1 + (elementOptional ? 1 : 0);
+  let total = 0;
+  let gaps = false;
+  for (const cell of cells) {
+    const n = isList(cell) ? cell.length : 0;
+    if (n === 0) { total++; gaps = true; } else total += n;
+  }
+  const definitionLevels = new Uint8Array(total);
+  const repetitionLevels = new Uint8Array(total);
+  const type = leaf.type;
+  const typed = !gaps && (type === 'INT32' || type === 'DOUBLE' || type === 'FLOAT');
+  const values: ArrayLike<unknown> & { [i: number]: unknown } = typed ? (type === 'INT32' ? new Int32Array(total) : type === 'FLOAT' ? new Float32Array(total) : new Float64Array(total)) : new Array(total);
+  let at = 0;
+  for (const cell of cells) {
+    if (!isList(cell) || cell.length === 0) {
+      // A null list: level 0 (or 1 below an optional list when the list is there but empty).
+      definitionLevels[at] = cell === null || cell === undefined ? 0 : (listOptional ? 1 : 0);
+      repetitionLevels[at] = 0;
+      values[at++] = undefined;
+      continue;
+    }
+    const n = cell.length;
+    definitionLevels.fill(maxDefinitionLevel, at, at + n);
+    repetitionLevels[at] = 0;
+    repetitionLevels.fill(1, at + 1, at + n);
+    if (typed) {
+      (values as Int32Array).set(cell as ArrayLike<number>, at);
+      at += n;
+    } else if (type === 'INT64') {
+      for (let i = 0; i < n; i++) { const item = cell[i]; values[at++] = typeof item === 'bigint' ? item : BigInt(item as number); }
+    } else if (type === 'BOOLEAN') {
+      for (let i = 0; i < n; i++) { const item = cell[i]; values[at++] = typeof item === 'boolean' ? item : item === 1; }
+    } else {
+      for (let i = 0; i < n; i++) values[at++] = cell[i];
+    }
+  }
+  return { values, definitionLevels, repetitionLevels, maxDefinitionLevel };
+}

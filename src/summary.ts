@@ -1,0 +1,29 @@
+/** What a run over rollouts counts (mask, check, show), and how one masked rollout is counted. */
+import type { MaskResult } from './masker.ts';
+
+export interface RunSummary {
+  rollouts: number;
+  failed: number;
+  tokens: number;
+  actionTokens: number;
+  diagnostics: Map<string, number>;
+  disagreeing: number;
+  /** check: disagreeing runs by direction ("trains on environment text", "leaves model tokens untrained"). */
+  directions: Map<string, number>;
+  /** check: masks one shorter than their tokens, read in target space. */
+  targetFrame: number;
+}
+
+export function newSummary(): RunSummary {
+  return { rollouts: 0, failed: 0, tokens: 0, actionTokens: 0, diagnostics: new Map(), disagreeing: 0, directions: new Map(), targetFrame: 0 };
+}
+
+export function record(summary: RunSummary, result: MaskResult) {
+  summary.rollouts++;
+  summary.tokens += result.mask.length;
+  for (const span of result.spans) if (span.role === 'action') summary.actionTokens += span.end - span.start;
+  for (const item of result.diagnostics) summary.diagnostics.set(item.code, (summary.diagnostics.get(item.code) ?? 0) + 1);
+}
+
+/** What a run over rollouts does with each: writes its mask, or checks the mask it brings. */
+export type Mode = 'mask' | 'check';
