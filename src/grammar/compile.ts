@@ -10,7 +10,7 @@
 import { createMachine, type AnyMachineSnapshot, type AnyStateMachine, type StateValue } from 'xstate';
 import { grammarIssue, MAX_AUTOMATA, modelLiterals, type GrammarIssue } from './check.ts';
 import type { Grammar, OptionalRule } from './schema.ts';
-import { machineConfig, type TransitionCode } from './machine.ts';
+import { machineConfig, machineEvents, type EventFamily, type MachineEvent, type TransitionCode } from './machine.ts';
 import { buildDfa, interruptTrigger, type Dfa, type DfaLiteral } from './automata.ts';
 
 export { machineConfig, type TransitionCode } from './machine.ts';
@@ -33,7 +33,8 @@ export interface StateInfo {
   takes: Uint8Array;
 }
 
-export interface EventInfo { type: string }
+/** A column of the tables: one event of the machine (machine.ts says what its fields mean). */
+export type EventInfo = MachineEvent;
 
 export interface ReplyInfo {
   name: string;
@@ -161,13 +162,11 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
   const machine = createMachine(config as never) as AnyStateMachine;
 
   const replyNames = Object.keys(grammar.replies);
-  const eventTypes = ['PROMPT_END', 'REPLY_END', 'END', 'CONTINUE', 'REOPEN', 'MODEL_CONTINUES'];
-  grammar.headers.forEach((_, index) => eventTypes.push(`HEADER:${index}`));
-  for (const tag of Object.keys(grammar.tags)) eventTypes.push(`OPEN:${tag}`, `CLOSE:${tag}`);
-  grammar.handovers.forEach((handover, index) => { if (handover.after !== undefined) eventTypes.push(`HANDOVER:${index}`); });
-  for (const reply of replyNames) eventTypes.push(`INTERRUPT:${reply}`, `REPLY:${reply}`);
-  const eventIndex = new Map(eventTypes.map((type, index) => [type, index]));
-  const E = eventTypes.length;
+  const events = machineEvents(grammar);
+  const eventIndex = new Map(events.map((event, index) => [event.type, index]));
+  /** The column of an event, found by its family and index (never by a type string built here). */
+  const columnOf = (family: EventFamily, index = -1) => events.findIndex((event) => event.family === family && event.index === index);
+  const E = events.length;
 
   const { snapshots, leaves, edges, keyOf } = enumerateStates(machine, eventIndex);
 
@@ -192,7 +191,7 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
       closeOptionalRules: reply.close_then_optional_rules,
       repeats: reply.repeats,
       budget: typeof reply.max_tokens === 'string' ? reply.max_tokens.slice(1) : reply.max_tokens,
-      event: eventIndex.get(`REPLY:${name}`)!,
+      event: columnOf('REPLY', replyNames.indexOf(name)),
     };
   });
   const replyIndex = new Map(replyNames.map((name, at) => [name, at]));
@@ -205,8 +204,7 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
 
   const others = modelLiterals(grammar).map((item) => item.literal);
   const handoverLiterals = new Set(grammar.handovers.flatMap((handover) => (handover.after === undefined ? [] : [handover.after])));
-  const literalsOf = (eventType: string, snapshot: AnyMachineSnapshot): Array<Omit<DfaLiteral, 'event'>> => {
-    const [family, name] = eventType.split(':');
+  const literalsOf = ({ family, index, name }: MachineEvent, snapshot: AnyMachineSnapshot): Array<Omit<DfaLiteral, 'event'>> => {
     const plain = (literal: string | undefined) => {
       if (literal === undefined) return [];
       const bytes = utf8.encode(literal);
@@ -215,18 +213,18 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
     switch (family) {
       case 'PROMPT_END': return grammar.prompt.ends_after.flatMap((literal) => plain(literal));
       case 'OPEN': {
-        const tag = grammar.tags[name];
+        const tag = grammar.tags[name!];
         return tag.open.map((literal) => ({ ...plain(literal)[0], lineStart: tag.line_start, attributes: tag.attributes, opens: true }));
       }
-      case 'CLOSE': return grammar.tags[name].close.filter((literal) => !handoverLiterals.has(literal)).flatMap((literal) => plain(literal));
-      case 'HANDOVER': return plain(grammar.handovers[Number(name)].after);
+      case 'CLOSE': return grammar.tags[name!].close.filter((literal) => !handoverLiterals.has(literal)).flatMap((literal) => plain(literal));
+      case 'HANDOVER': return plain(grammar.handovers[index].after);
       case 'INTERRUPT': {
-        const text = grammar.replies[name].text!;
+        const text = grammar.replies[name!].text!;
         const { trigger, bytesToEnd } = interruptTrigger(utf8.encode(text), others.map((literal) => utf8.encode(literal)));
-        return [{ ...plain(text)[0], bytes: trigger, interrupt: replyIndex.get(name)!, back: bytesToEnd }];
+        return [{ ...plain(text)[0], bytes: trigger, interrupt: index, back: bytesToEnd }];
       }
       // A header starts its own (observation) state at its first byte, as a tag opening does.
-      case 'HEADER': return [{ ...plain(grammar.headers[Number(name)])[0], header: Number(name), opens: true }];
+      case 'HEADER': return [{ ...plain(grammar.headers[index])[0], header: index, opens: true }];
       case 'REOPEN': return plain(grammar.replies[metaOf(snapshot).reply ?? '']?.open);
       case 'REPLY_END': {
         const reply = grammar.replies[metaOf(snapshot).reply ?? ''];
@@ -262,7 +260,7 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
   for (const [name, group] of groups) {
     // The model's kinds hear no reply's close (REPLY_END, REOPEN): every literal of theirs is the same in each.
     const literals: DfaLiteral[] = [...group.events].sort((a, b) => a - b)
-      .flatMap((event) => literalsOf(eventTypes[event], snapshots[group.first]).map((literal) => ({ ...literal, event })));
+      .flatMap((event) => literalsOf(events[event], snapshots[group.first]).map((literal) => ({ ...literal, event })));
     if (!literals.length) continue;
     const key = literals.map((literal) => `${literal.event}/${literal.endsBefore}/${literal.interrupt}/${literal.header}/${literal.lineStart}/${literal.attributes}/${JSON.stringify(literal.source)}/${Buffer.from(literal.bytes).toString('hex')}`).join(',');
     let at = dfaByLiterals.get(key);
@@ -289,7 +287,7 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
   const reached = new Set(leaves);
   const unreached = (node: AnyStateNode): void => {
     const children = Object.values(node.states);
-    if (!children.length && !reached.has(node)) issues.push(grammarIssue('unreachable-state', '', { name: node.key }));
+    if (!children.length && !reached.has(node)) issues.push(grammarIssue('unreachable-state', '', { name: node.meta?.reply !== undefined ? `reply-${node.meta.reply}` : node.key }));
     children.forEach(unreached);
   };
   unreached(machine.root);
@@ -297,11 +295,11 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
   if (dfas.length > MAX_AUTOMATA) issues.push(grammarIssue('too-many-automata', 'replies', { detail: `${dfas.length} automata`, budget: MAX_AUTOMATA }));
 
   return {
-    grammar, machine, states, events: eventTypes.map((type) => ({ type })), next, codes, dfas, replies, handovers,
+    grammar, machine, states, events, next, codes, dfas, replies, handovers,
     initial: 0,
     event: {
-      promptEnd: eventIndex.get('PROMPT_END')!, replyEnd: eventIndex.get('REPLY_END')!, end: eventIndex.get('END')!, continue: eventIndex.get('CONTINUE')!,
-      modelContinues: eventIndex.get('MODEL_CONTINUES')!, headers: grammar.headers.map((_, at) => eventIndex.get(`HEADER:${at}`)!),
+      promptEnd: columnOf('PROMPT_END'), replyEnd: columnOf('REPLY_END'), end: columnOf('END'), continue: columnOf('CONTINUE'),
+      modelContinues: columnOf('MODEL_CONTINUES'), headers: grammar.headers.map((_, at) => columnOf('HEADER', at)),
     },
     promptOptionalText: grammar.prompt.then_optional,
     promptOptionalWhen: grammar.prompt.then_optional_when,

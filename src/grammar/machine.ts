@@ -8,9 +8,40 @@ import type { TransitionCode } from '../diagnostics.ts';
 
 export type { TransitionCode };
 
+export type EventFamily =
+  | 'PROMPT_END' | 'REPLY_END' | 'END' | 'CONTINUE' | 'REOPEN' | 'MODEL_CONTINUES'
+  | 'HEADER' | 'OPEN' | 'CLOSE' | 'HANDOVER' | 'INTERRUPT' | 'REPLY';
+
+/**
+ * One event of the machine. Families that exist once per header, tag, handover or reply carry which one:
+ * `index` into `grammar.headers`, the tag names, `grammar.handovers` or the reply names (in declaration
+ * order), and `name` for tags and replies. Readers use these fields, never the `type` string: the type is
+ * built from the family and the index only, so no name the schema accepts can change how it reads
+ * (`ns:call` holds the separator; in xstate a type ending in `.*` is a wildcard).
+ */
+export interface MachineEvent { type: string; family: EventFamily; index: number; name?: string }
+
+const typeOf = (family: EventFamily, index = -1) => (index < 0 ? family : `${family}:${index}`);
+const event = (family: EventFamily, index = -1, name?: string): MachineEvent => ({ type: typeOf(family, index), family, index, ...(name === undefined ? {} : { name }) });
+
+/** Every event the machine of `grammar` can take, in the order of the compiled tables' columns. */
+export function machineEvents(grammar: Grammar): MachineEvent[] {
+  const events = (['PROMPT_END', 'REPLY_END', 'END', 'CONTINUE', 'REOPEN', 'MODEL_CONTINUES'] as const).map((family) => event(family));
+  grammar.headers.forEach((_, index) => events.push(event('HEADER', index)));
+  Object.keys(grammar.tags).forEach((tag, index) => events.push(event('OPEN', index, tag), event('CLOSE', index, tag)));
+  grammar.handovers.forEach((handover, index) => { if (handover.after !== undefined) events.push(event('HANDOVER', index)); });
+  Object.keys(grammar.replies).forEach((reply, index) => events.push(event('INTERRUPT', index, reply), event('REPLY', index, reply)));
+  return events;
+}
+
 /** The xstate machine config a grammar means. Plain data, so it can be printed, tested and visualised. */
 export function machineConfig(grammar: Grammar) {
   const tagNames = Object.keys(grammar.tags);
+  const tagIndex = new Map(tagNames.map((tag, index) => [tag, index]));
+  const replyIndex = new Map(Object.keys(grammar.replies).map((reply, index) => [reply, index]));
+  const OPEN = (tag: string) => typeOf('OPEN', tagIndex.get(tag)!);
+  // A reply's state is keyed by its index: xstate reads a `.` in a target as a path (its name is in meta).
+  const replyState = (reply: string) => `reply-${replyIndex.get(reply)!}`;
   const report = (code: TransitionCode) => ({ type: 'report', params: { code } });
   const handoverAfterTag = new Map<string, number>();
   grammar.handovers.forEach((handover, index) => { if (handover.after_tag) handoverAfterTag.set(handover.after_tag, index); });
@@ -21,15 +52,15 @@ export function machineConfig(grammar: Grammar) {
   const handoverLiterals = new Set<string>();
   grammar.handovers.forEach((handover, index) => {
     if (handover.after === undefined) return;
-    modelOn[`HANDOVER:${index}`] = `#grammar.handover-${index}`;
+    modelOn[typeOf('HANDOVER', index)] = `#grammar.handover-${index}`;
     handoverLiterals.add(handover.after);
   });
   for (const [name, reply] of Object.entries(grammar.replies)) {
-    if (reply.interrupts) modelOn[`INTERRUPT:${name}`] = `#grammar.reply-${name}`;
+    if (reply.interrupts) modelOn[typeOf('INTERRUPT', replyIndex.get(name)!)] = `#grammar.${replyState(name)}`;
   }
   // A template header is never the model's: heard anywhere in a model turn, it is observation, and the
   // model's turn begins again after it (a verl/SkyRL prompt that ends before the generation prompt).
-  grammar.headers.forEach((_, index) => { modelOn[`HEADER:${index}`] = `#grammar.header-${index}`; });
+  grammar.headers.forEach((_, index) => { modelOn[typeOf('HEADER', index)] = `#grammar.header-${index}`; });
 
   // Kinds nest where a tag `contains` another: `function_calls>invoke>parameter` is a state of its own, so
   // closing the inner tag returns to the outer kind. Any other tag opened inside a closable one replaces it
@@ -53,7 +84,7 @@ export function machineConfig(grammar: Grammar) {
   // and a second of createMachine.) A kind's own `contains` is declared on the kind, and the deepest
   // declaration wins, as xstate picks transitions.
   const opens = (nested: boolean) => Object.fromEntries(tagNames.map((tag) => [
-    `OPEN:${tag}`, { target: target([tag]), actions: [...(nested ? [report('nested-tag')] : []), ...lookalike(tag)] },
+    OPEN(tag), { target: target([tag]), actions: [...(nested ? [report('nested-tag')] : []), ...lookalike(tag)] },
   ]));
   const outside: Record<string, unknown> = {};
   const inside: Record<string, unknown> = {};
@@ -62,11 +93,11 @@ export function machineConfig(grammar: Grammar) {
     const own = kind === 'text' ? undefined : grammar.tags[kind];
     const on: Record<string, unknown> = {};
     for (const inner of own?.contains ?? []) {
-      if (idOf.has(stateName([...stack, inner]))) on[`OPEN:${inner}`] = { target: target([...stack, inner]), actions: lookalike(inner) };
+      if (idOf.has(stateName([...stack, inner]))) on[OPEN(inner)] = { target: target([...stack, inner]), actions: lookalike(inner) };
     }
     if (own?.close.some((literal) => !handoverLiterals.has(literal))) {
       const handover = handoverAfterTag.get(kind);
-      on[`CLOSE:${kind}`] = handover !== undefined ? `#grammar.handover-${handover}` : target(stack.length > 1 ? stack.slice(0, -1) : ['text']);
+      on[typeOf('CLOSE', tagIndex.get(kind)!)] = handover !== undefined ? `#grammar.handover-${handover}` : target(stack.length > 1 ? stack.slice(0, -1) : ['text']);
     }
     (own?.close.length ? inside : outside)[stateName(stack)] = { id: idOf.get(stateName(stack)), meta: { kind }, on };
   }
@@ -82,11 +113,11 @@ export function machineConfig(grammar: Grammar) {
   };
   grammar.handovers.forEach((handover, index) => {
     const on: Record<string, unknown> = {};
-    for (const reply of handover.replies) on[`REPLY:${reply}`] = `reply-${reply}`;
+    for (const reply of handover.replies) on[typeOf('REPLY', replyIndex.get(reply)!)] = replyState(reply);
     on.END = 'done';
     // The template's header after the handover (two assistant messages in a row, an SFT conversation).
     // Not where the model samples that same header itself (model_continues is tried first).
-    grammar.headers.forEach((literal, at) => { if (!handover.model_continues.includes(literal)) on[`HEADER:${at}`] = `header-${at}`; });
+    grammar.headers.forEach((literal, at) => { if (!handover.model_continues.includes(literal)) on[typeOf('HEADER', at)] = `header-${at}`; });
     // The model samples the next header itself and goes on (gpt-oss: <|end|><|start|>assistant…).
     if (handover.model_continues.length) on.MODEL_CONTINUES = 'model';
     // Text after a handover that no allowed reply explains: the model's own, unless the handover was the
@@ -98,7 +129,7 @@ export function machineConfig(grammar: Grammar) {
     const on: Record<string, unknown> = { REPLY_END: 'model', END: 'done' };
     // The reply's own opening inside it: an earlier reply was cut (its close is missing) and swallowed a turn.
     if (reply.open !== undefined && reply.close !== undefined && !reply.reopens) on.REOPEN = { actions: [report('reply-in-reply')] };
-    states[`reply-${name}`] = { tags: ['observation'], meta: { kind: name, reply: name }, on };
+    states[replyState(name)] = { tags: ['observation'], meta: { kind: name, reply: name }, on };
   }
   grammar.headers.forEach((_, index) => {
     states[`header-${index}`] = { tags: ['observation'], meta: { kind: 'header', header: index }, on: { REPLY_END: 'model', END: 'done' } };

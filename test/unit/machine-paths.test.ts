@@ -41,9 +41,20 @@ const FILLER = ' lorem ipsum ';
  * The text of one event, given the grammar: which bytes make the machine take this step, and whose
  * they are (1 = the model's, 0 = the environment's or the template's).
  */
+/** An event's family and which tag or reply (by name), header or handover (by index) it is: read from the compiled event table, never from the type string. */
+function eventOf(grammar: CompiledGrammar, type: string): { family: string; name: string } {
+  const event = grammar.events.find((item) => item.type === type);
+  return { family: event?.family ?? type, name: event?.name ?? String(event?.index ?? '') };
+}
+
+/** The type of the event of this family and tag, reply, header or handover. */
+function typeOf(grammar: CompiledGrammar, family: string, which: string | number): string {
+  return grammar.events.find((item) => item.family === family && (typeof which === 'number' ? item.index === which : item.name === which))!.type;
+}
+
 function segmentsOf(grammar: CompiledGrammar, eventType: string, state: { reply?: string; turnStart: boolean; modelStopped?: boolean; handover?: number }): Segment[] {
   const spec = grammar.grammar;
-  const [family, name] = eventType.split(':');
+  const { family, name } = eventOf(grammar, eventType);
   const lineStart = (text: string, tagName: string) => (spec.tags[tagName]?.line_start && !state.turnStart ? `\n${text}` : text);
   switch (family) {
     case 'PROMPT_END': return [{ text: `Question: what is it?\n${spec.prompt.ends_after[0] ?? ''}`, role: 0 }];
@@ -103,7 +114,7 @@ function rolloutOf(grammar: CompiledGrammar, events: string[], encode: (text: st
   let handover: number | undefined;
   for (const type of events) {
     if (type === 'xstate.init') continue;
-    const [family, name] = type.split(':');
+    const { family, name } = eventOf(grammar, type);
     // A fixed-text reply ends with its text: the machine's REPLY_END adds no bytes.
     if (type === 'REPLY_END' && fixedTextPending) { fixedTextPending = false; reply = undefined; turnStart = true; continue; }
     const produced = segmentsOf(grammar, type, { reply, turnStart, modelStopped, handover });
@@ -158,7 +169,7 @@ function unwritable(grammar: CompiledGrammar, value: unknown, eventType: string)
   let leaf: unknown = value;
   while (typeof leaf === 'object' && leaf !== null) leaf = Object.values(leaf)[0];
   const kind = typeof value === 'object' && value !== null && 'model' in value ? String(leaf).split('>').pop() : undefined;
-  const [family, name] = eventType.split(':');
+  const { family, name } = eventOf(grammar, eventType);
   const closesAtLineEnd = kind !== undefined && grammar.grammar.tags[kind]?.close.includes('\n');
   return closesAtLineEnd && family === 'OPEN' && grammar.grammar.tags[name].line_start;
 }
@@ -259,12 +270,12 @@ describe('the scanner runs exactly the machine xstate defines', () => {
         if (type === 'MODEL_CONTINUES') {
           const literal = grammar.grammar.handovers[handoverBefore].model_continues[0];
           const again = grammar.grammar.handovers.findIndex((handover) => handover.after === literal);
-          if (again >= 0) send(`HANDOVER:${again}`);
+          if (again >= 0) send(typeOf(grammar, 'HANDOVER', again));
         }
         // A reply ended before the model's marker (ReAct's `Thought:`): those bytes also open the model's tag.
         const endsBefore = type === 'REPLY_END' && replyBefore >= 0 ? grammar.grammar.replies[grammar.replies[replyBefore].name].ends_before : undefined;
         const opened = endsBefore === undefined ? undefined : Object.entries(grammar.grammar.tags).find(([, tag]) => tag.open.includes(endsBefore));
-        if (opened && at === events.length - 1) send(`OPEN:${opened[0]}`);
+        if (opened && at === events.length - 1) send(typeOf(grammar, 'OPEN', opened[0]));
       });
       // Where the stream ends after the path, the steps that need no bytes: a fixed text's end, a handover with
       // nothing after it (the episode is over), the closing padding.
