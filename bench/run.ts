@@ -17,7 +17,10 @@
  *   C. the CLI end to end in child processes vs read/parse/write floors (plain node children);
  *   D. the CLI's stages timed in one child process (bench/stages.ts), headline corpus only;
  *   E. the merge against tinker-cookbook's own trajectory_to_data in a Python child (bench/merge.ts; skipped
- *      with a message unless TINKER_COOKBOOK names a checkout of it).
+ *      with a message unless TINKER_COOKBOOK names a checkout of it);
+ *   F. `{messages}` input against the same rollouts as ids, CLI end to end (bench/messages.ts);
+ *   G. a cold first use (empty byte-table cache) against a warm one, CLI on one rollout (bench/cold.ts);
+ *   H. the Python package per call (a batch of 8) and the CLI reading a pipe against the file (bench/serve.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -32,6 +35,9 @@ import { buildCorpus, TARGETS, type Corpus, type CorpusKind } from './corpus.ts'
 import { buildRealisticCorpus, type RealisticInfo } from './realistic.ts';
 import { checkCliOutput, writeCorpusJsonl } from './jsonl.ts';
 import { describeMerge, mergeBench, type MergeOutcome } from './merge.ts';
+import { describeMessages, messagesBench, type MessagesResult } from './messages.ts';
+import { coldBench, describeCold } from './cold.ts';
+import { serveBench } from './serve.ts';
 import { fmt, interleave, median, now, table, type Timed } from './timing.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -56,6 +62,13 @@ const config = {
   cli: !has('--skip-cli'),
   stages: !has('--skip-stages'),
   merge: !has('--skip-merge'),
+  serve: !has('--skip-serve'),
+  messages: !has('--skip-messages'),
+  cold: !has('--skip-cold'),
+  coldRounds: Number(value('--cold-rounds', quick ? '2' : '3')),
+  /** Conversations in the messages-vs-ids files, and paired CLI rounds. */
+  conversations: Number(value('--conversations', quick ? '200' : '500')),
+  messagesRounds: Number(value('--messages-rounds', quick ? '2' : '3')),
   /** Paired rounds of the merge against tinker-cookbook (the first is cold). */
   mergeRounds: Number(value('--merge-rounds', quick ? '3' : '5')),
   out: resolve(root, value('--out', 'bench/results.json')),
@@ -494,6 +507,29 @@ async function main() {
     results.merge = merge;
   }
 
+  // F: {messages} input against the same rollouts as ids.
+  let messages: MessagesResult | undefined;
+  if (config.messages) {
+    log(`\nmessages: ${config.conversations} conversations, ${config.messagesRounds} paired CLI rounds …`);
+    messages = await messagesBench({ conversations: config.conversations, rounds: config.messagesRounds, workDir: config.workDir });
+    log(describeMessages(messages));
+    results.messages = messages;
+  }
+
+  // G: a cold first use against a warm one.
+  if (config.cold) {
+    log(`\ncold start: ${config.coldRounds} paired rounds per tokenizer …`);
+    const cold = coldBench({ rounds: config.coldRounds, workDir: config.workDir });
+    log(describeCold(cold));
+    results.cold = cold;
+  }
+
+  // H: the training-loop doors: a batch through the Python package, and the CLI reading a pipe (bench/serve.ts).
+  if (config.serve) {
+    log('\nserve: the Python package per call, and the CLI from a pipe against the file …');
+    results.serve = serveBench({ quick, workDir: config.workDir, log });
+  }
+
   // Headline: the first corpus (realistic unless --corpus says otherwise).
   const headline = runs.filter((r) => r.kind === kinds[0]);
   results.headline = {
@@ -527,6 +563,7 @@ async function main() {
     const bad = s.batchBadTokens + s.maskBadTokens + s.optionLinesBad + (c ? c.badTokens + c.errors : 0);
     return bad ? [`${r.label}: maskBatch ${s.batchBadTokens}, mask() ${s.maskBadTokens}, option lines ${s.optionLinesBad}${c ? `, CLI ${c.badTokens} bad tokens / ${c.errors} errors` : ''}`] : [];
   });
+  if (messages && !messages.masksEqual) failures.push('messages: the masks of {messages} lines differ from those of the same rollouts as ids');
   if (merge && 'identical' in merge && !merge.identical) failures.push(`merge: datums differ from tinker-cookbook's (${merge.mismatches.join('; ')})`);
   if (failures.length) {
     log(`\nSANITY FAILED (masks differ from the constructed ones; the timings above are not comparable):\n  ${failures.join('\n  ')}`);

@@ -24,6 +24,8 @@ import { serveCommand } from './commands/serve.ts';
 import { log, out } from './commands/shared.ts';
 import { InputError, OutputClosed, OutputError, OutputPathError } from './io/jsonl.ts';
 import { GrammarError } from './grammar/load.ts';
+import { onTableBuild } from './tokenizer/load.ts';
+import { visibleText } from './report/text.ts';
 import { PACKAGE_ROOT } from './paths.ts';
 
 type Command = CommandSpec;
@@ -70,6 +72,8 @@ async function main(argv: string[]): Promise<number> {
   }
   const { command, rest } = findCommand(argv);
   const args: Args = parseCommand(command, rest);
+  // A cold first use of a tokenizer says what it does, on a terminal (steps overwrite each other there).
+  if (process.stderr.isTTY) onTableBuild((line, progress) => process.stderr.write(progress ? `\r\u001b[Ktagmask: ${visibleText(line)}` : `\r\u001b[Ktagmask: ${visibleText(line)}\n`));
   if (args.boolean('help')) { process.stdout.write(commandHelp(command)); return 0; }
   try {
     return await command.run(args);

