@@ -94,7 +94,7 @@ describe.each([true, false])('tinker kimi_k2, reasoning %s', (thinking) => {
   }, 60_000);
 
   // kimi_k2: no prefill; kimi_k25 / kimi_k26: '<think>' (thinking) or '<think></think>' (thinking off) after the header.
-  const renderers = [
+  const renderers: Array<{ renderer: string; prefill: string; options: Record<string, number> }> = [
     { renderer: 'kimi_k2', prefill: '', options: {} },
     { renderer: 'kimi_k25', prefill: '<think>', options: { think_prefill: 1 } },
     { renderer: 'kimi_k25_disable_thinking', prefill: '<think></think>', options: { nothink_prefill: 1 } },
