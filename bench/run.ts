@@ -19,7 +19,8 @@
  *   E. the merge against tinker-cookbook's own trajectory_to_data in a Python child (bench/merge.ts; skipped
  *      with a message unless TINKER_COOKBOOK names a checkout of it);
  *   F. `{messages}` input against the same rollouts as ids, CLI end to end (bench/messages.ts);
- *   G. a cold first use (empty byte-table cache) against a warm one, CLI on one rollout (bench/cold.ts).
+ *   G. a cold first use (empty byte-table cache) against a warm one, CLI on one rollout (bench/cold.ts);
+ *   H. the Python package per call (a batch of 8) and the CLI reading a pipe against the file (bench/serve.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -37,6 +38,7 @@ import { describeMerge, mergeBench, type MergeOutcome } from './merge.ts';
 import { describeMessages, messagesBench, type MessagesResult } from './messages.ts';
 import { describeParquet, parquetBench, type ParquetResult } from './parquet.ts';
 import { coldBench, describeCold } from './cold.ts';
+import { serveBench } from './serve.ts';
 import { fmt, interleave, median, now, table, type Timed } from './timing.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -61,6 +63,7 @@ const config = {
   cli: !has('--skip-cli'),
   stages: !has('--skip-stages'),
   merge: !has('--skip-merge'),
+  serve: !has('--skip-serve'),
   messages: !has('--skip-messages'),
   cold: !has('--skip-cold'),
   coldRounds: Number(value('--cold-rounds', quick ? '2' : '3')),
@@ -534,6 +537,12 @@ async function main() {
     const cold = coldBench({ rounds: config.coldRounds, workDir: config.workDir });
     log(describeCold(cold));
     results.cold = cold;
+  }
+
+  // H: the training-loop doors: a batch through the Python package, and the CLI reading a pipe (bench/serve.ts).
+  if (config.serve) {
+    log('\nserve: the Python package per call, and the CLI from a pipe against the file …');
+    results.serve = serveBench({ quick, workDir: config.workDir, log });
   }
 
   // Headline: the first corpus (realistic unless --corpus says otherwise).

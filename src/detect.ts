@@ -12,7 +12,8 @@ import { bundledGrammarNames, loadGrammar } from './grammar/load.ts';
 import type { CompiledGrammar } from './grammar/compile.ts';
 import type { Grammar } from './grammar/schema.ts';
 import { Masker } from './masker.ts';
-import { KNOWN, type ByteTable } from './tokenizer/table.ts';
+import type { Span } from './scan/spans.ts';
+import { KNOWN, SPECIAL, type ByteTable } from './tokenizer/table.ts';
 
 export interface DetectRollout { tokens: ArrayLike<number>; promptLength?: number }
 
@@ -39,29 +40,64 @@ export interface CandidateVerdict {
   withAction: number;
   /** Rollouts that could not be masked or got an error diagnostic. */
   withErrors: number;
-  /** Rollouts with a diagnostic that says the protocol does not match (missing-reply, text-after-end, observation-tag-in-action). */
+  /** Rollouts where the stream departs from the grammar's protocol (missing-reply, text-after-end). */
   misfits: number;
-  /** Rollouts with the prompt end, no error and no such sign. */
+  /**
+   * Rollouts where the grammar saw the model break the protocol (observation-tag-in-action: the model wrote an
+   * environment tag itself). Seeing a violation is evidence for the grammar, not against it: it stays in the race.
+   */
+  modelViolations: number;
+  /** Rollouts with the prompt end, some action, no error and no departure. */
   clean: number;
+  /** Special tokens this grammar trains that none of its model-side literals (tags, handovers, stop) holds. */
+  unexplainedSpecial: { tokens: number; rollouts: number; examples: string[] };
+  /** Share of all tokens this grammar trains. */
+  actionShare: number;
   found: LiteralEvidence[];
   /** Declared literals that never occur. */
   missing: string[];
 }
 
+/** Why a fitting grammar gave way to another. */
+export type Evidence = 'unexplained-special' | 'trains-observation' | 'fewer-markers';
+
+export interface Outranked {
+  grammar: string;
+  by: string;
+  evidence: Evidence;
+  /** The evidence in words. */
+  reason: string;
+}
+
+/** Two fitting grammars that each train tokens the other calls observation: neither may be preferred. */
+export interface Dispute {
+  grammars: [string, string];
+  /** Tokens the first trains that the second calls observation or prompt, and the other way. */
+  trains: [number, number];
+  /** The second grammar does not fit, but finds every marker the first finds and these more. */
+  unfit?: string;
+  explains?: string[];
+}
+
 export interface Detection {
-  /** The one grammar that fits, if exactly one does (after the more specific one wins). */
+  /** The one grammar left standing among those that fit, if exactly one is. */
   verdict?: string;
-  /** Every grammar that fits, most specific first. */
+  /** Every grammar that fits, the verdict first. */
   fitting: string[];
-  /** Fitting grammars that gave way to a more specific one (their literals are a subset of its). */
-  outranked: Array<{ grammar: string; by: string }>;
+  /** Fitting grammars that gave way to another, with the evidence. */
+  outranked: Outranked[];
+  /** Grammars left standing that disagree both ways (an ambiguous verdict says which). */
+  disputes: Dispute[];
   candidates: CandidateVerdict[];
   rollouts: number;
   /** Token ids outside the tokenizer's vocabulary: the tokenizer is probably not the one the rollouts used. */
   unknownIds: number;
 }
 
-const MISFIT_CODES = new Set(['missing-reply', 'text-after-end', 'observation-tag-in-action']);
+/** Signs that the stream speaks another protocol: the environment's side departs from this grammar's. */
+const MISFIT_CODES = new Set(['missing-reply', 'text-after-end']);
+/** Signs that the model broke this grammar's protocol, which the grammar can only see if it is the stream's. */
+const MODEL_VIOLATION_CODES = new Set(['observation-tag-in-action']);
 /**
  * A grammar fits when at least this share of the rollouts mask cleanly: a file of real rollouts has a few
  * broken ones (a model writing after its answer, a reply cut without a budget), which say little about the
@@ -123,32 +159,102 @@ function occurrences(haystack: Buffer, needle: Buffer): number {
   return count;
 }
 
-function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollouts: DetectRollout[], streams: Stream[]): CandidateVerdict {
+/** The model-side literals of a grammar: what the model itself may write (tags, handover literals, its continuations, stop tokens). */
+function modelLiterals(grammar: Grammar): string[] {
+  return [
+    ...Object.values(grammar.tags).flatMap((tag) => [...tag.open, ...tag.close]),
+    ...grammar.handovers.flatMap((handover) => [handover.after, ...handover.model_continues]),
+    ...grammar.stop,
+  ].filter((literal): literal is string => Boolean(literal));
+}
+
+/** Runs of tokens as [start, end) pairs back to back. */
+type Runs = Int32Array;
+
+/** The runs of the spans that `take` picks. */
+function spanRuns(spans: readonly Span[], take: (span: Span) => boolean): Runs {
+  const runs: number[] = [];
+  for (const span of spans) {
+    if (!take(span) || span.end === span.start) continue;
+    if (runs.length && runs[runs.length - 1] === span.start) runs[runs.length - 1] = span.end;
+    else runs.push(span.start, span.end);
+  }
+  return Int32Array.from(runs);
+}
+
+/** A rollout as a grammar read it: its action, and its trailing padding (nobody's: neither side of a comparison). */
+interface Reading { action: Runs; trailing: Runs }
+
+interface Judged {
+  verdict: CandidateVerdict;
+  readings: Array<Reading | undefined>;
+  /** Texts its template may insert after a prompt end, header or reply (an empty think block, a prefill), as bytes. */
+  optional: Buffer[];
+}
+
+function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollouts: DetectRollout[], streams: Stream[]): Judged {
   const spec = grammar.grammar;
   const masker = new Masker(grammar, table);
+  const named = modelLiterals(spec);
+  const decoder = new TextDecoder();
+  const namedSpecial = new Map<number, boolean>();
+  const isUnnamedSpecial = (id: number) => {
+    if (!(id < table.size && table.flags[id] & SPECIAL)) return false;
+    let known = namedSpecial.get(id);
+    if (known === undefined) {
+      const piece = decoder.decode(table.pieces.subarray(table.offsets[id], table.offsets[id + 1]));
+      known = named.some((literal) => literal.includes(piece));
+      namedSpecial.set(id, known);
+    }
+    return !known;
+  };
   let promptFound = 0;
   let withAction = 0;
   let withErrors = 0;
   let misfits = 0;
+  let modelViolations = 0;
   let clean = 0;
+  let trained = 0;
+  let tokens = 0;
+  const unexplained = { tokens: 0, rollouts: 0, examples: [] as string[] };
+  const readings: Array<Reading | undefined> = [];
   // Markers count only after this grammar's prompt end: a prompt quotes the tags it asks for (Search-R1's does).
   const afterPrompt: Buffer[] = [];
   rollouts.forEach((rollout, r) => {
     let from = rollout.tokens.length;
+    tokens += rollout.tokens.length;
+    let reading: Reading | undefined;
     try {
       const result = masker.mask(rollout.tokens, { promptLength: rollout.promptLength });
       const prompt = !result.diagnostics.some((item) => item.code === 'no-prompt-end');
       const error = result.diagnostics.some((item) => item.severity === 'error');
       const misfit = result.diagnostics.some((item) => MISFIT_CODES.has(item.code));
+      const action = result.mask.some((value) => value === 1);
       if (prompt) promptFound++;
-      if (result.mask.some((value) => value === 1)) withAction++;
+      if (action) withAction++;
       if (error) withErrors++;
       if (misfit) misfits++;
-      if (prompt && !error && !misfit) clean++;
+      if (result.diagnostics.some((item) => MODEL_VIOLATION_CODES.has(item.code))) modelViolations++;
+      if (prompt && action && !error && !misfit) clean++;
+      let unnamed = 0;
+      for (let i = 0; i < result.mask.length; i++) {
+        if (!result.mask[i]) continue;
+        trained++;
+        const id = rollout.tokens[i];
+        if (!isUnnamedSpecial(id)) continue;
+        unnamed++;
+        if (unexplained.examples.length < 4) {
+          const piece = decoder.decode(table.pieces.subarray(table.offsets[id], table.offsets[id + 1]));
+          if (!unexplained.examples.includes(piece)) unexplained.examples.push(piece);
+        }
+      }
+      if (unnamed) { unexplained.tokens += unnamed; unexplained.rollouts++; }
+      if (prompt) reading = { action: spanRuns(result.spans, (span) => span.role === 'action'), trailing: spanRuns(result.spans, (span) => span.tag === 'trailing') };
       from = result.spans.find((span) => span.tag !== 'prompt')?.start ?? rollout.tokens.length;
     } catch {
       withErrors++;
     }
+    readings.push(reading);
     afterPrompt.push(streams[r].bytes.subarray(streams[r].starts[from]));
   });
 
@@ -178,6 +284,7 @@ function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollout
   const n = rollouts.length;
   let fit: Fit;
   let reason: string;
+  const seen = modelViolations ? `; in ${modelViolations} it sees the model break the protocol (an environment tag written by the model)` : '';
   if (n === 0) { fit = 'no'; reason = 'no rollouts'; }
   else if (promptFound === 0) {
     fit = 'no';
@@ -188,42 +295,192 @@ function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollout
     reason = [
       promptFound < n ? `prompt end in ${promptFound}/${n} rollouts` : '',
       withErrors ? `${withErrors} rollout(s) with errors` : '',
-      misfits ? `${misfits} rollout(s) where the protocol does not match (missing-reply, text-after-end, observation-tag-in-action)` : '',
-    ].filter(Boolean).join('; ');
+      misfits ? `${misfits} rollout(s) where the stream departs from its protocol (missing-reply, text-after-end)` : '',
+      withAction < n ? `${n - withAction} rollout(s) with no action` : '',
+    ].filter(Boolean).join('; ') + seen;
   } else {
     fit = 'fits';
     const flaws = n - clean;
-    reason = `${clean}/${n} rollouts masked cleanly${flaws ? ` (${flaws} with a prompt end missing, an error or a sign of another protocol)` : ''}, ${protocolFound} of its markers found`;
+    reason = `${clean}/${n} rollouts masked cleanly${flaws ? ` (${flaws} with a prompt end missing, no action, an error or a departure from its protocol)` : ''}, ${protocolFound} of its markers found${seen}`;
   }
-  return { grammar: name, fit, reason, rollouts: n, promptFound, withAction, withErrors, misfits, clean, found, missing };
+  const verdict: CandidateVerdict = {
+    grammar: name, fit, reason, rollouts: n, promptFound, withAction, withErrors, misfits, modelViolations, clean,
+    unexplainedSpecial: unexplained, actionShare: tokens ? trained / tokens : 0, found, missing,
+  };
+  const optional = [...grammar.promptOptionalText, ...grammar.replies.flatMap((reply) => reply.closeOptionalText)].filter(Boolean).map((text) => Buffer.from(text, 'utf8'));
+  return { verdict, readings, optional };
 }
 
-/** Judge every candidate grammar (default: the bundled ones) on these rollouts. */
+/**
+ * How many tokens `a` trains that `b` calls observation or prompt, over the rollouts where both found their
+ * prompt end. Padding `b` calls trailing counts for neither: a stop token one grammar trains and another pads
+ * is not environment text.
+ */
+function trainsBeyond(a: Judged, b: Judged, streams: Stream[]): number {
+  let count = 0;
+  a.readings.forEach((mine, r) => {
+    const theirs = b.readings[r];
+    if (!mine || !theirs) return;
+    const { bytes, starts } = streams[r];
+    for (const [start, end] of runsOutside(mine.action, theirs.action, theirs.trailing)) {
+      // A run inside text b's template may insert is a question of b's options (template_think, a prefill), not
+      // of the protocol: it decides nothing here.
+      const text = bytes.subarray(starts[start], starts[end]);
+      if (text.length && b.optional.some((optional) => optional.includes(text))) continue;
+      count += end - start;
+    }
+  });
+  return count;
+}
+
+/** The runs of `a` outside both `b` and `c` (each sorted and disjoint). */
+function runsOutside(a: Runs, b: Runs, c: Runs): Array<[number, number]> {
+  const covered: Array<[number, number]> = [];
+  for (const runs of [b, c]) for (let i = 0; i < runs.length; i += 2) covered.push([runs[i], runs[i + 1]]);
+  covered.sort((x, y) => x[0] - y[0]);
+  const out: Array<[number, number]> = [];
+  let k = 0;
+  for (let i = 0; i < a.length; i += 2) {
+    let at = a[i];
+    const end = a[i + 1];
+    while (k < covered.length && covered[k][1] <= at) k++;
+    for (let j = k; j < covered.length && covered[j][0] < end; j++) {
+      if (covered[j][0] > at) out.push([at, covered[j][0]]);
+      at = Math.max(at, covered[j][1]);
+    }
+    if (at < end) out.push([at, end]);
+  }
+  return out;
+}
+
+/** Markers explained, to compare two grammars whose masks are the same: distinct literals found, their occurrences, then the share of its declared literals found (the more specific explanation). */
+function markerScore(verdict: CandidateVerdict): number[] {
+  const declared = verdict.found.length + verdict.missing.length;
+  return [verdict.found.length, verdict.found.reduce((n, item) => n + item.count, 0), declared ? verdict.found.length / declared : 0];
+}
+const better = (a: number[], b: number[]) => {
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i] > b[i];
+  return false;
+};
+
+const quoteList = (items: string[]) => items.map((item) => JSON.stringify(item)).join(', ');
+
+/**
+ * Judge every candidate grammar (default: the bundled ones) on these rollouts, then let the fitting ones give
+ * way on evidence, in this order:
+ * 1. a grammar that trains special tokens none of its model-side literals names (a chat template's
+ *    `<|im_start|>`, `<|start_header_id|>` inside what it calls the model's text) gives way to one that trains
+ *    fewer such rollouts;
+ * 2. a grammar that trains tokens another fitting grammar calls observation, while that one trains nothing
+ *    it calls observation, gives way to it: never prefer the grammar that trains more;
+ * 3. one whose markers found are a subset of another's (which explains more of the stream) gives way to it,
+ *    and of grammars whose masks are the same, the one that explains more markers stands.
+ * Two left standing that each train what the other calls observation are a dispute: no verdict.
+ */
 export function detectGrammar(rollouts: DetectRollout[], table: ByteTable, candidates?: Array<{ name: string; grammar: CompiledGrammar }>): Detection {
   const list = candidates ?? bundledGrammarNames().map((name) => ({ name, grammar: loadGrammar(name) }));
   const streams = rollouts.map((rollout) => streamOf(table, rollout.tokens));
   const unknownIds = streams.reduce((n, stream) => n + stream.unknown, 0);
-  const verdicts = list.map(({ name, grammar }) => judge(name, grammar, table, rollouts, streams));
+  const judged = list.map(({ name, grammar }) => judge(name, grammar, table, rollouts, streams));
+  const byName = new Map(judged.map((item) => [item.verdict.grammar, item]));
   const rank: Record<Fit, number> = { fits: 0, partial: 1, no: 2 };
+  const verdicts = judged.map((item) => item.verdict);
   verdicts.sort((a, b) => rank[a.fit] - rank[b.fit] || b.found.length - a.found.length || a.grammar.localeCompare(b.grammar));
+  const n = rollouts.length;
 
-  const fitting = verdicts.filter((verdict) => verdict.fit === 'fits');
-  const foundSet = (verdict: CandidateVerdict) => new Set(verdict.found.map((item) => item.literal));
-  const outranked: Array<{ grammar: string; by: string }> = [];
-  for (const verdict of fitting) {
-    const mine = foundSet(verdict);
-    // A grammar gives way to one that finds all its markers and more, or the same markers while declaring fewer
-    // that never occur (it claims less of the stream than it cannot show: Qwen3's JSON tool calls fit qwen3_5 too,
-    // whose <function=…> blocks are nowhere).
-    const wider = fitting.find((other) => other !== verdict && [...mine].every((literal) => foundSet(other).has(literal))
-      && (other.found.length > mine.size || (other.found.length === mine.size && other.missing.length < verdict.missing.length)));
-    if (wider) outranked.push({ grammar: verdict.grammar, by: wider.grammar });
+  const outranked: Outranked[] = [];
+  let standing = verdicts.filter((verdict) => verdict.fit === 'fits');
+  const fitting = [...standing];
+
+  // 1. Special tokens trained that the grammar does not name.
+  const fewest = Math.min(...standing.map((verdict) => verdict.unexplainedSpecial.rollouts));
+  const naming = standing.find((verdict) => verdict.unexplainedSpecial.rollouts === fewest);
+  for (const verdict of standing) {
+    const unexplained = verdict.unexplainedSpecial;
+    if (!naming || unexplained.rollouts === fewest) continue;
+    outranked.push({
+      grammar: verdict.grammar, by: naming.grammar, evidence: 'unexplained-special',
+      reason: `trains special tokens none of its literals names (${quoteList(unexplained.examples)}) in ${unexplained.rollouts}/${n} rollouts; ${naming.grammar} ${fewest ? `in ${fewest}` : 'names every special token it trains'}`,
+    });
   }
-  const standing = fitting.filter((verdict) => !outranked.some((item) => item.grammar === verdict.grammar));
+  standing = standing.filter((verdict) => !outranked.some((item) => item.grammar === verdict.grammar));
+
+  // 2. Never prefer a grammar that trains what another fitting grammar calls observation.
+  const beyond = new Map<string, number>();
+  const trains = (a: string, b: string) => {
+    const key = `${a}\u0000${b}`;
+    let count = beyond.get(key);
+    if (count === undefined) { count = trainsBeyond(byName.get(a)!, byName.get(b)!, streams); beyond.set(key, count); }
+    return count;
+  };
+  const stricter = (a: CandidateVerdict) => standing.filter((b) => b !== a && trains(a.grammar, b.grammar) > 0 && trains(b.grammar, a.grammar) === 0);
+  const dominated = new Set(standing.filter((verdict) => stricter(verdict).length).map((verdict) => verdict.grammar));
+  for (const verdict of standing) {
+    const over = stricter(verdict);
+    if (!over.length) continue;
+    const by = over.find((b) => !dominated.has(b.grammar)) ?? over[0];
+    outranked.push({
+      grammar: verdict.grammar, by: by.grammar, evidence: 'trains-observation',
+      reason: `trains ${trains(verdict.grammar, by.grammar)} token(s) that ${by.grammar} calls observation or prompt, and ${by.grammar} trains none it does not`,
+    });
+  }
+  standing = standing.filter((verdict) => !dominated.has(verdict.grammar));
+
+  // 3. Markers: of two left standing, one whose markers found are a subset of the other's says less about the
+  // streams; of two with the same masks, the one that explains more markers stands.
+  const explainedLess = new Map<string, { by: CandidateVerdict; reason: string }>();
+  const foundSet = (verdict: CandidateVerdict) => new Set(verdict.found.map((item) => item.literal));
+  for (const a of standing) {
+    const mine = foundSet(a);
+    for (const b of standing) {
+      if (a === b || explainedLess.has(a.grammar)) continue;
+      const theirs = foundSet(b);
+      const extra = [...theirs].filter((literal) => !mine.has(literal));
+      const subset = [...mine].every((literal) => theirs.has(literal));
+      if (subset && extra.length) {
+        explainedLess.set(a.grammar, { by: b, reason: `finds only markers ${b.grammar} also explains, which explains ${quoteList(extra.slice(0, 3))}${extra.length > 3 ? ' and more' : ''} too` });
+      } else if (subset && theirs.size === mine.size && b.missing.length < a.missing.length) {
+        // The same markers, while declaring more that never occur: it claims more of the stream than it can show
+        // (Qwen3's JSON tool calls fit qwen3_5 too, whose <function=…> blocks are nowhere).
+        explainedLess.set(a.grammar, { by: b, reason: `finds the same markers as ${b.grammar} and declares ${a.missing.length - b.missing.length} more that never occur` });
+      } else if (!trains(a.grammar, b.grammar) && !trains(b.grammar, a.grammar) && better(markerScore(b), markerScore(a))) {
+        explainedLess.set(a.grammar, { by: b, reason: `masks every rollout as ${b.grammar} does, and explains fewer of the stream's markers (${a.found.length} of its ${a.found.length + a.missing.length} found, against ${b.found.length} of ${b.found.length + b.missing.length})` });
+      }
+    }
+  }
+  for (const [grammar, { by, reason }] of explainedLess) outranked.push({ grammar, by: by.grammar, evidence: 'fewer-markers', reason });
+  standing = standing.filter((verdict) => !explainedLess.has(verdict.grammar));
+
+  const disputes: Dispute[] = [];
+  // A grammar that does not fit, but finds every marker the last one standing finds and more, and calls
+  // observation some of what it trains, keeps the verdict open: the stream may be its protocol, broken.
+  if (standing.length === 1) {
+    const only = standing[0];
+    const mine = foundSet(only);
+    for (const other of verdicts) {
+      if (other.fit === 'fits' || other.promptFound < FIT_SHARE * n) continue;
+      const theirs = foundSet(other);
+      const extra = [...theirs].filter((literal) => !mine.has(literal));
+      if (!extra.length || ![...mine].every((literal) => theirs.has(literal))) continue;
+      const over = trains(only.grammar, other.grammar);
+      if (!over) continue;
+      disputes.push({ grammars: [only.grammar, other.grammar], trains: [over, trains(other.grammar, only.grammar)], unfit: other.grammar, explains: extra });
+    }
+  }
+  for (let i = 0; i < standing.length; i++) {
+    for (let j = i + 1; j < standing.length; j++) {
+      const a = standing[i].grammar;
+      const b = standing[j].grammar;
+      disputes.push({ grammars: [a, b], trains: [trains(a, b), trains(b, a)] });
+    }
+  }
+  const verdict = standing.length === 1 && !disputes.length ? standing[0].grammar : undefined;
+
   return {
-    verdict: standing.length === 1 ? standing[0].grammar : undefined,
-    fitting: fitting.map((verdict) => verdict.grammar),
+    verdict,
+    fitting: [...(verdict ? [verdict] : []), ...fitting.map((item) => item.grammar).filter((name) => name !== verdict)],
     outranked,
+    disputes,
     candidates: verdicts,
     rollouts: rollouts.length,
     unknownIds,
@@ -233,13 +490,30 @@ export function detectGrammar(rollouts: DetectRollout[], table: ByteTable, candi
 /** One sentence for stderr: the verdict, or why there is none. */
 export function detectionSentence(detection: Detection): string {
   if (detection.verdict) {
-    const others = detection.outranked.filter((item) => item.by === detection.verdict).map((item) => item.grammar);
     const verdict = detection.candidates.find((item) => item.grammar === detection.verdict)!;
     const clean = verdict.clean === verdict.rollouts ? `all ${verdict.rollouts} rollouts` : `the ${verdict.rollouts} rollouts (${verdict.clean} masked cleanly)`;
-    return `grammar ${detection.verdict} fits ${clean}${others.length ? `; so do ${others.join(', ')}, whose markers found are a subset of its` : ''}`;
+    const gave = (evidence: Evidence) => detection.outranked.filter((item) => item.evidence === evidence).map((item) => item.grammar);
+    const notes = [
+      gave('trains-observation').length ? `${gave('trains-observation').join(', ')} also fit but train tokens it calls observation` : '',
+      gave('unexplained-special').length ? `${gave('unexplained-special').join(', ')} train special tokens they do not name` : '',
+      gave('fewer-markers').length ? `${gave('fewer-markers').join(', ')} explain fewer of the markers` : '',
+    ].filter(Boolean);
+    return `grammar ${detection.verdict} fits ${clean}${notes.length ? `; ${notes.join('; ')}` : ''}`;
   }
   const standing = detection.fitting.filter((name) => !detection.outranked.some((item) => item.grammar === name));
-  if (standing.length > 1) return `ambiguous: ${standing.join(' and ')} all fit the ${detection.rollouts} rollouts with different markers; name one with --grammar`;
+  const unfit = detection.disputes.filter((item) => item.unfit);
+  if (standing.length === 1 && unfit.length) {
+    const says = unfit.map((item) => {
+      const other = detection.candidates.find((candidate) => candidate.grammar === item.unfit)!;
+      return `${item.unfit} explains more of the markers (${quoteList(item.explains!.slice(0, 3))}) and calls ${item.trains[0]} token(s) it trains observation, but does not fit (${other.reason})`;
+    });
+    return `no verdict: ${standing[0]} fits the ${detection.rollouts} rollouts, but ${says.join('; ')}; name one with --grammar (and its options)`;
+  }
+  if (standing.length > 1) {
+    const both = detection.disputes.filter((item) => !item.unfit && item.trains[0] && item.trains[1])
+      .map((item) => `${item.grammars[0]} trains ${item.trains[0]} token(s) ${item.grammars[1]} calls observation, ${item.grammars[1]} ${item.trains[1]} the other way`);
+    return `ambiguous: ${standing.join(' and ')} all fit the ${detection.rollouts} rollouts${both.length ? ` (${both.join('; ')})` : ' with the same masks and markers'}; name one with --grammar`;
+  }
   const partial = detection.candidates.filter((verdict) => verdict.fit === 'partial').map((verdict) => verdict.grammar);
   const tokenizer = detection.unknownIds ? ` (${detection.unknownIds} token ids are outside the tokenizer: is it the rollouts' tokenizer?)` : '';
   return `no bundled grammar fits the ${detection.rollouts} rollouts${partial.length ? `; partly: ${partial.join(', ')}` : ''}${tokenizer}`;
@@ -256,6 +530,8 @@ export function formatDetection(detection: Detection, maxLiterals = 8): string {
       const more = verdict.found.length > maxLiterals ? `, and ${verdict.found.length - maxLiterals} more` : '';
       lines.push(`${''.padEnd(width)}  found: ${shown.join(', ')}${more}`);
     }
+    const gave = detection.outranked.find((item) => item.grammar === verdict.grammar);
+    if (gave) lines.push(`${''.padEnd(width)}  gives way to ${gave.by}: it ${gave.reason}`);
   }
   lines.push(`verdict: ${detectionSentence(detection)}`);
   return lines.join('\n');

@@ -103,6 +103,11 @@ export async function createMasker(grammar: string, tokenizer: string | LoadedTo
   return new Masker(compiled, loaded.table, options);
 }
 
+function hasNoKeys(value: object): boolean {
+  for (const _ in value) return false;
+  return true;
+}
+
 /**
  * One Masker per distinct option set (rollouts may bring their own options). Binding a new set costs only
  * its small option arrays (the vocabulary tables are shared), so the pool keeps the most recently used
@@ -113,7 +118,11 @@ export class MaskerPool {
   private readonly maskers = new Map<string, Masker>();
   constructor(readonly grammar: CompiledGrammar, readonly tokenizer: LoadedTokenizer, readonly options: OptionValues) {}
 
+  /** The Masker for the pool's own options, kept apart: most lines bring no options, and need no key. */
+  private base: Masker | undefined;
+
   get(lineOptions: OptionValues): Masker {
+    if (hasNoKeys(lineOptions)) return (this.base ??= new Masker(this.grammar, this.tokenizer.table, { ...this.options }));
     const options = { ...this.options, ...lineOptions };
     const key = JSON.stringify(Object.entries(options).sort());
     let masker = this.maskers.get(key);

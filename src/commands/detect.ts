@@ -71,9 +71,10 @@ export const detect: CommandSpec = {
   maxPositionals: 1,
   description: [
     'every bundled grammar masks the rollouts and its literals are counted after its prompt end',
-    'fits: at least 75% of rollouts masked cleanly (prompt end found, no error, no missing-reply, text-after-end or',
-    'observation-tag-in-action) and some of its markers found; a grammar whose markers found are a subset of another',
-    'fitting grammar\'s gives way; where two still fit the verdict says so. Exit 0 with a verdict, 1 without',
+    'fits: at least 75% of rollouts masked cleanly (prompt end found, some action, no error, no missing-reply or',
+    'text-after-end) and some of its markers found; a fitting grammar gives way to another when it trains special tokens',
+    'it does not name, or trains what the other calls observation, or finds a subset of its markers; where two still',
+    'stand the verdict says so. Exit 0 with a verdict, 1 without',
   ],
   flags: {
     tokenizer: TOKENIZER,

