@@ -1,11 +1,12 @@
 /**
  * The scanner and binding on a tiny hand-made tokenizer (kit.ts): each protocol step, option binding,
- * reentrancy, maskBatch's arguments. Expectations by construction: pieces encoded on their own.
+ * maskers used in turn, maskBatch's arguments, a tag's attribute bound, a reply ended by a line-start marker. Expectations by construction: pieces encoded on their own.
  */
 import { describe, expect, it } from 'vitest';
 import { Masker } from '../../src/masker.ts';
 import { bind, grammarTables } from '../../src/scan/bind.ts';
 import { MaskerPool } from '../../src/masker.ts';
+import { prepareAttributeReader } from '../../src/scan/attributes.ts';
 import { encode, grammarOf, piecewise, SEARCH, table } from './kit.ts';
 
 const PROMPT: [string, 0] = ['Q: who?\nGo:\n', 0];
@@ -107,8 +108,42 @@ describe('binding', () => {
   });
 });
 
-describe('reentrancy', () => {
-  it('two maskers scanning in turn give what each gives alone', () => {
+describe('line starts and attribute bounds', () => {
+  // ReAct's shape (grammars/react.json): the observation ends before the model's next `T:` line.
+  const REACT = grammarOf({
+    name: 'mini-react',
+    prompt: { ends_after: ['Go:\n'] },
+    tags: { T: { open: 'T:', line_start: true }, A: { open: 'A:', close: '\n', line_start: true } },
+    handovers: [{ after_tag: 'A', replies: ['obs'] }],
+    replies: { obs: { open: 'O:', ends_before: 'T:' } },
+  });
+
+  it('a reply that ends before a line-start marker ends only where the marker starts a line, not mid-line', () => {
+    const stream = piecewise([PROMPT, ['T: x\nA: q\n', 1], ['O: he wrote T: here\n', 0], ['T: done', 1]]);
+    expect(Array.from(new Masker(REACT, table).mask(stream.tokens).mask)).toEqual(stream.mask);
+  });
+
+  it('a tag\'s attributes may take 4,096 bytes before its ">"; at 4,097 the literal is not the tag', async () => {
+    await prepareAttributeReader();
+    const calls = grammarOf({
+      name: 'mini-attrs',
+      prompt: { ends_after: ['Go:\n'] },
+      tags: { c: { open: '<c', close: '</c>', attributes: true } },
+      handovers: [],
+      replies: {},
+    });
+    const masker = new Masker(calls, table);
+    const opens = (bytes: number) => {
+      const { tokens } = piecewise([PROMPT, [`<c ${'a'.repeat(bytes - 1)}>x</c>`, 1]]);
+      return masker.mask(tokens).spans.some((span) => span.tag === 'c');
+    };
+    expect(opens(4096)).toBe(true);
+    expect(opens(4097)).toBe(false);
+  });
+});
+
+describe('maskers in turn', () => {
+  it('two maskers of one grammar, used one after the other, each give what a fresh masker gives', () => {
     const one = piecewise([PROMPT, ['<t>a</t><s>b</s>', 1], ['\n\n<o>c</o>\n\n', 0], ['<a>d</a>', 1]]);
     const two = piecewise([PROMPT, ['x', 1], ['\nBAD ACTION.\n', 0], ['<a>e</a>', 1]]);
     const alone = [new Masker(SEARCH, table).mask(one.tokens), new Masker(SEARCH, table).mask(two.tokens)];

@@ -15,6 +15,7 @@ import { roleColonCases, ROLE_COLON_TARGETS } from '../../samples/build/role-col
 import { glmCases, GLM_TARGETS } from '../../samples/build/glm.ts';
 import { gemma3Cases, GEMMA3_TARGETS } from '../../samples/build/gemma3.ts';
 import { mistralCases, MISTRAL_TARGETS } from '../../samples/build/mistral.ts';
+import { minimaxCases, MINIMAX_TARGETS } from '../../samples/build/minimax.ts';
 
 const TARGETS = [
   ...HARMONY_TARGETS.map((target) => ({ target, cases: () => harmonyCases(target.tokenizer === 'gptoss') })),
@@ -24,6 +25,7 @@ const TARGETS = [
   ...GLM_TARGETS.map((target) => ({ target, cases: glmCases })),
   ...GEMMA3_TARGETS.map((target) => ({ target, cases: gemma3Cases })),
   ...MISTRAL_TARGETS.map((target) => ({ target, cases: mistralCases })),
+  ...MINIMAX_TARGETS.map((target) => ({ target, cases: minimaxCases })),
 ];
 
 const lines = (folder: string, file: string) => readFileSync(path.join(SAMPLES_DIR, folder, file), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
@@ -75,6 +77,13 @@ describe.each(TARGETS)('samples/$target.folder', ({ target, cases }) => {
         expect(ids).toBe(texts - 1);
       });
     }
+  } else if (target.grammar === 'minimax-m2') {
+    it('MiniMax M2: replies follow the sampled [e~[ and end with the generation prompt and its <think>\\n prefill', () => {
+      for (const b of built) {
+        for (const s of b.segments.filter((segment) => segment.kind === 'observation')) expect(s.text).toMatch(/^\n\]~b\][a-z]+[^]*\[e~\[\n\]~b\]ai\n<think>\n$/);
+        for (const s of b.segments.filter((segment) => segment.kind === 'action').slice(0, -1)) expect(s.text.endsWith('[e~['), b.chatCase.id).toBe(true);
+      }
+    });
   } else if (target.grammar === 'mistral') {
     it('Mistral: no header before the model: replies end [/INST] or [/TOOL_RESULTS]; finished turns end with the sampled </s>', () => {
       for (const b of built) {

@@ -41,7 +41,7 @@ describe('llama3', () => {
     const result = new Masker(loadGrammar('llama3'), llama.table).mask(tokens, { promptLength: starts[1] });
     expect(Array.from(result.mask)).toEqual(mask);
     expect(result.spans.find((span) => span.start === starts[1])?.tag).toBe('header');
-  });
+  }, 30_000);
 
   it('two assistant messages in a row: the second header is observation', () => {
     const { tokens, mask } = build(llama, [
@@ -53,7 +53,7 @@ describe('llama3', () => {
     const result = new Masker(loadGrammar('llama3'), llama.table).mask(tokens);
     expect(Array.from(result.mask)).toEqual(mask);
     expect(result.diagnostics).toEqual([]);
-  });
+  }, 30_000);
 });
 
 describe('qwen3-tools', () => {
@@ -65,7 +65,7 @@ describe('qwen3-tools', () => {
     ]);
     const result = new Masker(loadGrammar('qwen3-tools'), qwen.table).mask(tokens, { promptLength: starts[1] });
     expect(Array.from(result.mask)).toEqual(mask);
-  });
+  }, 30_000);
 
   it('two assistant messages in a row: "\\n<|im_start|>assistant\\n" is observation', () => {
     const { tokens, mask } = build(qwen, [
@@ -76,5 +76,5 @@ describe('qwen3-tools', () => {
     ]);
     const result = new Masker(loadGrammar('qwen3-tools'), qwen.table, { template_think: 0 }).mask(tokens);
     expect(Array.from(result.mask)).toEqual(mask);
-  });
+  }, 30_000);
 });

@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { createMasker, loadTokenizer } from '../../src/index.ts';
 import { compareMasks } from '../../src/conformance.ts';
 import { HtmlReport } from '../../src/report/html.ts';
+import { pieceOf } from '../../src/tokenizer/table.ts';
 
 type Node = DefaultTreeAdapterMap['node'];
 type Element = DefaultTreeAdapterMap['element'];
@@ -62,12 +63,65 @@ describe('HTML report markup', () => {
     expect(textOf(elements(document, 'title')[0])).toBe('title </title><script>alert(1)</script>');
   });
 
-  it('the data block reads back to the same ids and pieces', () => {
+  it('the data block reads back to the same ids, token ids and token bytes (its base-32 token codes decoded here)', () => {
     const data = JSON.parse(textOf(elements(document, 'script')[0]));
     expect(data.rollouts.map((rollout: { i: string }) => rollout.i)).toEqual([...samples.map((line) => `${line.id}/0`), hostileId]);
     // `<` only ever appears escaped: nothing in the block can close it or open a comment
     expect(textOf(elements(document, 'script')[0])).not.toContain('<');
     expect(data.rollouts.at(-1).src).toBe('in.jsonl:"1"');
+    // Each token is an index into the piece table, 5 bits a character, least significant first; a character
+    // from the upper half of the alphabet says another follows (as the page's script reads it).
+    const decode = (code: string) => {
+      const indices: number[] = [];
+      let value = 0;
+      let shift = 0;
+      for (const char of code) {
+        const digit = data.alphabet.indexOf(char);
+        value += (digit & 31) * 2 ** shift;
+        if (digit & 32) { shift += 5; continue; }
+        indices.push(value);
+        value = 0;
+        shift = 0;
+      }
+      return indices;
+    };
+    const hostile = [...samples[0].tokens.slice(0, samples[0].mask.indexOf(1)), ...tokenizer.encode(hostileText)];
+    const expected = [...samples.map((line) => line.tokens), hostile];
+    expect(data.pieces.length).toBeGreaterThan(32); // indices past 31 take two characters
+    data.rollouts.forEach((rollout: { t: string }, r: number) => {
+      const indices = decode(rollout.t);
+      expect(indices.map((index) => data.ids[index]), `rollout ${r}`).toEqual(expected[r]);
+      const bytes = Buffer.concat(indices.map((index) => Buffer.from(data.pieces[index], 'base64')));
+      expect(bytes.toString('hex'), `rollout ${r}`).toBe(Buffer.concat(expected[r].map((id) => Buffer.from(pieceOf(tokenizer.table, id)))).toString('hex'));
+    });
+  });
+
+  it('the summary counts what was added: agreeing and disagreeing audits, and each diagnostic by occurrences and by rollouts', () => {
+    const report = new HtmlReport({ title: 't', side: 'given' });
+    const counts = new Map<string, { count: number; rollouts: number }>();
+    let disagreeing = 0;
+    // The samples without per-line options mask as constructed; each flipped bit is then the only disagreement.
+    const plain = samples.filter((line) => !line.options);
+    plain.forEach((line, r) => {
+      const masked = masker.mask(line.tokens, { promptLength: line.prompt_length });
+      // Every third rollout brings a mask with its first action token flipped: one disagreement.
+      const given = [...line.mask];
+      if (r % 3 === 0) { given[line.mask.indexOf(1)] = 0; disagreeing++; }
+      report.add(tokenizer.table, { id: line.id, tokens: line.tokens, result: masked, audit: { mask: given, frame: 'tokens', disagreements: compareMasks(tokenizer.table, line.tokens, given, masked) } });
+      for (const code of new Set(masked.diagnostics.map((item) => item.code))) {
+        const entry = counts.get(code) ?? { count: 0, rollouts: 0 };
+        entry.count += masked.diagnostics.filter((item) => item.code === code).length;
+        entry.rollouts++;
+        counts.set(code, entry);
+      }
+    });
+    const html = report.render();
+    expect(disagreeing).toBeGreaterThan(1);
+    expect(html).toContain(`<th scope="row">audited masks</th><td>${plain.length}</td><td>${plain.length - disagreeing} agree, ${disagreeing} disagree`);
+    // A code counted in more rollouts than once, and one with more occurrences than rollouts, are both here.
+    expect([...counts.values()].some((entry) => entry.rollouts > 1)).toBe(true);
+    expect([...counts.values()].some((entry) => entry.count > entry.rollouts)).toBe(true);
+    for (const [code, entry] of counts) expect(html, code).toContain(`data-code="${code}">${code}</button></td><td>${entry.count}</td><td>${entry.rollouts}</td>`);
   });
 
   it('allows no network and no script but its own (Content-Security-Policy with hashes)', () => {
