@@ -146,9 +146,11 @@ function streamOf(table: ByteTable, tokens: ArrayLike<number>): Stream {
     starts[i + 1] = starts[i] + (known ? table.offsets[id + 1] - table.offsets[id] : 0);
   }
   const bytes = Buffer.allocUnsafe(starts[tokens.length]);
+  const { pieces, offsets } = table;
+  // Byte by byte: pieces are a few bytes long, shorter than a subarray view and a set() call cost per token.
   for (let i = 0; i < tokens.length; i++) {
     const id = tokens[i];
-    if (starts[i + 1] > starts[i]) bytes.set(table.pieces.subarray(table.offsets[id], table.offsets[id + 1]), starts[i]);
+    for (let at = starts[i], end = starts[i + 1], p = offsets[id]; at < end;) bytes[at++] = pieces[p++];
   }
   return { bytes, starts, unknown };
 }

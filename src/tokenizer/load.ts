@@ -14,7 +14,7 @@
  * so it is built on first use of encode/decode/applyChatTemplate only, warm cache or cold.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -126,16 +126,111 @@ export function cacheDirectory(): string | undefined {
   return process.env.TAGMASK_CACHE || join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'tagmask');
 }
 
-function readConfig(tokenizerPath: string): Record<string, unknown> {
-  const configPath = join(dirname(tokenizerPath), 'tokenizer_config.json');
-  if (!existsSync(configPath)) return {};
-  const text = readFileSync(configPath, 'utf8');
+/**
+ * Limits on one rendering: a template is code from the model's files, and `range(3e8)` or a string doubled in
+ * a loop would take the process's memory or hours. Real templates stay far below: a 1,000-turn conversation
+ * takes about 65,000 steps through Qwen3's template, 50,000 through DeepSeek-V3's, 22,000 through Llama 3.1's
+ * (a step: one node evaluated, or one item a for loop iterates), and its text is the conversation's size.
+ */
+export const RENDER_LIMITS = { steps: 1_000_000, chars: 1 << 26, range: 1 << 16 };
+
+type Jinja = typeof import('@huggingface/jinja');
+
+/**
+ * Render with limits. @huggingface/jinja (0.5) has none, so for the length of this (synchronous) call its
+ * interpreter's `evaluate` counts steps and measures every string and list it makes, and the global `range` is
+ * one that refuses a huge list before making it; both are put back when the call ends, however it ends.
+ */
+function renderBounded(jinja: Jinja, template: InstanceType<Jinja['Template']>, origin: string, variables: Record<string, unknown>): string {
+  const prototype = jinja.Interpreter.prototype as unknown as { evaluate(this: unknown, node: unknown, environment: unknown): { value: unknown } };
+  const evaluate = prototype.evaluate;
+  let steps = 0;
+  const limited = (what: string) => new Error(`${origin}: the chat template ${what}: rendering stopped`);
+  // A for loop sets up a scope for every item before its body runs once: each item of what a loop iterates
+  // is a step too, so a loop that breaks at once still pays for its list.
+  const iterables = new WeakSet<object>();
+  prototype.evaluate = function (node, environment) {
+    if (++steps > RENDER_LIMITS.steps) throw limited(`takes more than ${RENDER_LIMITS.steps.toLocaleString('en-US')} steps`);
+    const statement = node as { type?: string; iterable?: { type?: string; lhs?: object } } | undefined;
+    if (statement?.type === 'For' && statement.iterable) iterables.add(statement.iterable.type === 'SelectExpression' && statement.iterable.lhs ? statement.iterable.lhs : statement.iterable);
+    const result = evaluate.call(this, node, environment);
+    const value = result?.value;
+    if ((typeof value === 'string' || Array.isArray(value)) && value.length > RENDER_LIMITS.chars) throw limited(`makes a ${typeof value === 'string' ? 'text' : 'list'} longer than ${RENDER_LIMITS.chars.toLocaleString('en-US')}`);
+    if (statement && iterables.has(statement)) {
+      steps += Array.isArray(value) ? value.length : value instanceof Map ? value.size : 0;
+      if (steps > RENDER_LIMITS.steps) throw limited(`takes more than ${RENDER_LIMITS.steps.toLocaleString('en-US')} steps`);
+    }
+    return result;
+  };
+  const range = (start: number, stop?: number, step = 1) => {
+    if (stop === undefined) { stop = start; start = 0; }
+    for (const value of [start, stop, step]) if (typeof value !== 'number' || !Number.isFinite(value)) throw limited(`calls range() with ${JSON.stringify(value)}`);
+    if (step === 0) throw limited('calls range() with a step of 0');
+    const length = Math.max(0, Math.ceil((stop - start) / step));
+    if (length > RENDER_LIMITS.range) throw limited(`asks for range() of ${length.toLocaleString('en-US')} numbers, more than ${RENDER_LIMITS.range.toLocaleString('en-US')}`);
+    return Array.from({ length }, (_, i) => start + i * step);
+  };
+  // The globals are set up by Template.render itself (Environment.set("range", …)): ours goes in their place.
+  const environment = jinja.Environment.prototype as unknown as { set(this: unknown, name: string, value: unknown): unknown };
+  const set = environment.set;
+  environment.set = function (name, value) { return set.call(this, name, name === 'range' ? range : value); };
   try {
-    return JSON.parse(text) as Record<string, unknown>;
+    return template.render(variables);
   } catch (error) {
-    throw new Error(`${configPath}: not valid JSON (${(error as Error).message})`);
+    const message = (error as Error).message ?? String(error);
+    if (message.startsWith(`${origin}: `)) throw error;
+    throw new Error(`${origin}: the chat template failed (${message})`);
+  } finally {
+    prototype.evaluate = evaluate;
+    environment.set = set;
   }
 }
+
+/** A chat template file larger than this is refused: real ones are a few to a few tens of kilobytes. */
+const MAX_TEMPLATE_BYTES = 1 << 20;
+
+function readTemplateFile(path: string): string {
+  const stat = statSync(path);
+  if (!stat.isFile()) throw new Error(`${path}: is not a file`);
+  if (stat.size > MAX_TEMPLATE_BYTES) throw new Error(`${path}: ${stat.size} bytes, more than a chat template may be (${MAX_TEMPLATE_BYTES})`);
+  return readFileSync(path, 'utf8');
+}
+
+/**
+ * The chat templates saved as files, as transformers (≥ 4.47; read at 5.18, tokenization_utils_base.py
+ * `from_pretrained` and `save_chat_templates`) saves and loads them: `chat_template.jinja` is the default
+ * template and `additional_chat_templates/NAME.jinja` the named ones. Where any exist they take the place of
+ * the config's `chat_template` entirely: one default alone is a string, several are named templates.
+ */
+function templateFiles(folder: string): string | Array<{ name: string; template: string }> | undefined {
+  const named: Array<{ name: string; template: string }> = [];
+  const main = join(folder, 'chat_template.jinja');
+  if (existsSync(main)) named.push({ name: 'default', template: readTemplateFile(main) });
+  const extra = join(folder, 'additional_chat_templates');
+  if (existsSync(extra) && statSync(extra).isDirectory()) {
+    for (const file of readdirSync(extra).filter((name) => name.endsWith('.jinja')).sort()) named.push({ name: file.slice(0, -'.jinja'.length), template: readTemplateFile(join(extra, file)) });
+  }
+  if (named.length === 0) return undefined;
+  return named.length === 1 && named[0].name === 'default' ? named[0].template : named;
+}
+
+function readConfig(tokenizerPath: string): Record<string, unknown> {
+  const configPath = join(dirname(tokenizerPath), 'tokenizer_config.json');
+  let config: Record<string, unknown> = {};
+  if (existsSync(configPath)) {
+    const text = readFileSync(configPath, 'utf8');
+    try {
+      config = JSON.parse(text) as Record<string, unknown>;
+    } catch (error) {
+      throw new Error(`${configPath}: not valid JSON (${(error as Error).message})`);
+    }
+  }
+  const files = templateFiles(dirname(tokenizerPath));
+  return files === undefined ? config : { ...config, chat_template: files, [TEMPLATE_SOURCE]: true };
+}
+
+/** Set on a config whose chat template came from files, so messages name those. */
+const TEMPLATE_SOURCE = Symbol('chat template from files');
 
 // The engine is loaded synchronously on first use (its CommonJS build), so encode/decode stay synchronous and a
 // run that only masks never loads it.
@@ -181,23 +276,28 @@ class Engine {
   }
 
   /**
-   * The template's source. A config may hold one template or named ones ([{name, template}]): then `tool_use`
-   * where tools are given and the config has one, else `default` (the rule transformers follows).
+   * The template's source and where it came from. A config may hold one template or named ones
+   * ([{name, template}]): then `tool_use` where tools are given and the config has one, else `default` (the
+   * rule transformers follows).
    */
-  private templateSource(options: ChatTemplateOptions): string {
+  private templateSource(options: ChatTemplateOptions): { source: string; origin: string } {
     const configured = this.config.chat_template;
     const wanted = options.chatTemplate;
+    const folder = dirname(this.path);
+    const fromFiles = templateFiles(folder) !== undefined;
+    const configPath = join(folder, 'tokenizer_config.json');
     if (Array.isArray(configured)) {
       const named = new Map((configured as Array<{ name: string; template: string }>).map((item) => [item.name, item.template]));
-      if (wanted !== undefined) return named.get(wanted) ?? wanted;
+      const originOf = (name: string) => (!fromFiles ? `${configPath} (chat_template "${name}")` : name === 'default' ? join(folder, 'chat_template.jinja') : join(folder, 'additional_chat_templates', `${name}.jinja`));
+      if (wanted !== undefined) return named.has(wanted) ? { source: named.get(wanted)!, origin: originOf(wanted) } : { source: wanted, origin: 'the chat template given' };
       const name = options.tools && named.has('tool_use') ? 'tool_use' : 'default';
       const source = named.get(name);
       if (source === undefined) throw new Error(`${this.path}: the tokenizer has named chat templates (${[...named.keys()].join(', ')}) and no default: give chatTemplate`);
-      return source;
+      return { source, origin: originOf(name) };
     }
-    if (wanted !== undefined) return wanted;
-    if (typeof configured !== 'string') throw new Error(`${join(dirname(this.path), 'tokenizer_config.json')}: no chat_template`);
-    return configured;
+    if (wanted !== undefined) return { source: wanted, origin: 'the chat template given' };
+    if (typeof configured !== 'string') throw new Error(`${configPath}: no chat_template (and no chat_template.jinja beside it)`);
+    return { source: configured, origin: fromFiles ? join(folder, 'chat_template.jinja') : `${configPath} (chat_template)` };
   }
 
   applyChatTemplate(messages: ChatMessage[], options: ChatTemplateOptions = {}): ChatRendering {
@@ -207,14 +307,18 @@ class Engine {
 
   renderChatTemplate(messages: ChatMessage[], options: ChatTemplateOptions = {}): string {
     const { tools = null, documents = null, addGenerationPrompt = false, chatTemplate: _chosen, ...variables } = options;
-    const source = this.templateSource(options);
+    const { source, origin } = this.templateSource(options);
     let template = this.templates.get(source);
+    jinjaModule ??= require('@huggingface/jinja') as typeof import('@huggingface/jinja');
     if (!template) {
-      jinjaModule ??= require('@huggingface/jinja') as typeof import('@huggingface/jinja');
-      template = new jinjaModule.Template(source);
+      try {
+        template = new jinjaModule.Template(source);
+      } catch (error) {
+        throw new Error(`${origin}: the chat template cannot be read (${(error as Error).message})`);
+      }
       this.templates.set(source, template);
     }
-    return template.render({ messages, add_generation_prompt: addGenerationPrompt, tools, documents, ...this.variables, ...variables });
+    return renderBounded(jinjaModule, template, origin, { messages, add_generation_prompt: addGenerationPrompt, tools, documents, ...this.variables, ...variables });
   }
 }
 

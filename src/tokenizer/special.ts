@@ -99,6 +99,36 @@ export function sentinelOverflow(table: ByteTable, literals: readonly string[]):
 }
 
 /**
+ * The scan tables built per vocabulary, by the sentinel each named special token gets: grammars naming the same
+ * special tokens (most of the bundled ones: `tagmask detect` binds all of them) share one copy of the pieces.
+ */
+const scanTables = new WeakMap<ByteTable, Map<string, ByteTable>>();
+const SCAN_TABLES_KEPT = 16;
+
+function scanTableOf(table: ByteTable, sentinels: Map<number, number>, neutral: number): ByteTable {
+  const isSentinel = new Uint8Array(256);
+  for (const byte of sentinels.values()) isSentinel[byte] = 1;
+  const { size, offsets, pieces, flags } = table;
+  const scanOffsets = new Uint32Array(size + 1);
+  let total = 0;
+  for (let id = 0; id < size; id++) {
+    scanOffsets[id] = total;
+    total += flags[id] & SPECIAL ? 1 : offsets[id + 1] - offsets[id];
+  }
+  scanOffsets[size] = total;
+  const scanPieces = new Uint8Array(total);
+  for (let id = 0; id < size; id++) {
+    const at = scanOffsets[id];
+    if (flags[id] & SPECIAL) { scanPieces[at] = sentinels.get(id) ?? neutral; continue; }
+    for (let p = offsets[id], q = at, end = offsets[id + 1]; p < end; p++, q++) {
+      const byte = pieces[p];
+      scanPieces[q] = isSentinel[byte] ? neutral : byte;
+    }
+  }
+  return { ...table, pieces: scanPieces, offsets: scanOffsets };
+}
+
+/**
  * The scanner's view of `table` for a grammar whose literals are `literals`. Without special tokens in the
  * tokenizer, the table itself (nothing to tell apart).
  */
@@ -125,25 +155,14 @@ export function buildScanView(table: ByteTable, literals: Iterable<string>): Sca
   }
   const neutral = free[0];
   const sentinels = new Map<number, number>(named.map((id, index) => [id, free[index + 1]]));
-  const isSentinel = new Uint8Array(256);
-  for (const byte of sentinels.values()) isSentinel[byte] = 1;
-
-  const { size, offsets, pieces, flags } = table;
-  const scanOffsets = new Uint32Array(size + 1);
-  let total = 0;
-  for (let id = 0; id < size; id++) {
-    scanOffsets[id] = total;
-    total += flags[id] & SPECIAL ? 1 : offsets[id + 1] - offsets[id];
-  }
-  scanOffsets[size] = total;
-  const scanPieces = new Uint8Array(total);
-  for (let id = 0; id < size; id++) {
-    const at = scanOffsets[id];
-    if (flags[id] & SPECIAL) { scanPieces[at] = sentinels.get(id) ?? neutral; continue; }
-    for (let p = offsets[id], q = at, end = offsets[id + 1]; p < end; p++, q++) {
-      const byte = pieces[p];
-      scanPieces[q] = isSentinel[byte] ? neutral : byte;
-    }
+  const key = `${neutral}|${[...sentinels].map(([id, byte]) => `${id}:${byte}`).join(',')}`;
+  let views = scanTables.get(table);
+  if (!views) scanTables.set(table, (views = new Map()));
+  let scanTable = views.get(key);
+  if (!scanTable) {
+    scanTable = scanTableOf(table, sentinels, neutral);
+    if (views.size >= SCAN_TABLES_KEPT) views.delete(views.keys().next().value!);
+    views.set(key, scanTable);
   }
   const encode = (literal: string): Uint8Array => {
     const parts = cuts.get(literal) ?? cutLiteral(literal, specials);
@@ -158,5 +177,5 @@ export function buildScanView(table: ByteTable, literals: Iterable<string>): Sca
     }
     return Uint8Array.from(out);
   };
-  return { table: { ...table, pieces: scanPieces, offsets: scanOffsets }, encode, sentinels, neutral };
+  return { table: scanTable, encode, sentinels, neutral };
 }

