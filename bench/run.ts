@@ -36,6 +36,7 @@ import { buildRealisticCorpus, type RealisticInfo } from './realistic.ts';
 import { checkCliOutput, writeCorpusJsonl } from './jsonl.ts';
 import { describeMerge, mergeBench, type MergeOutcome } from './merge.ts';
 import { describeMessages, messagesBench, type MessagesResult } from './messages.ts';
+import { describeParquet, parquetBench, type ParquetResult } from './parquet.ts';
 import { coldBench, describeCold } from './cold.ts';
 import { describeDetect, detectBench } from './detect.ts';
 import { serveBench } from './serve.ts';
@@ -71,6 +72,10 @@ const config = {
   /** Conversations in the messages-vs-ids files, and paired CLI rounds. */
   conversations: Number(value('--conversations', quick ? '200' : '500')),
   messagesRounds: Number(value('--messages-rounds', quick ? '2' : '3')),
+  parquet: !has('--skip-parquet'),
+  /** Rollouts of the realistic qwen3 corpus in the Parquet-vs-JSONL files, and paired CLI rounds. */
+  parquetRollouts: Number(value('--parquet-rollouts', quick ? '5000' : '20000')),
+  parquetRounds: Number(value('--parquet-rounds', quick ? '2' : '3')),
   /** Paired rounds of the merge against tinker-cookbook (the first is cold). */
   mergeRounds: Number(value('--merge-rounds', quick ? '3' : '5')),
   out: resolve(root, value('--out', 'bench/results.json')),
@@ -518,6 +523,16 @@ async function main() {
     results.messages = messages;
   }
 
+  // F2: Parquet read and write against JSONL on the same rollouts.
+  let parquet: ParquetResult | undefined;
+  const parquetCorpus = runs.find((r) => r.kind === 'realistic' && r.target.name === 'qwen3') ?? runs[0];
+  if (config.parquet && parquetCorpus) {
+    log(`\nParquet: ${config.parquetRollouts} rollouts (${parquetCorpus.label}), ${config.parquetRounds} paired CLI rounds …`);
+    parquet = await parquetBench({ corpus: parquetCorpus.corpus, rollouts: config.parquetRollouts, rounds: config.parquetRounds, workDir: config.workDir });
+    log(describeParquet(parquet));
+    results.parquet = parquet;
+  }
+
   // G: a cold first use against a warm one.
   if (config.cold) {
     log(`\ncold start: ${config.coldRounds} paired rounds per tokenizer …`);
@@ -573,6 +588,7 @@ async function main() {
     const bad = s.batchBadTokens + s.maskBadTokens + s.optionLinesBad + (c ? c.badTokens + c.errors : 0);
     return bad ? [`${r.label}: maskBatch ${s.batchBadTokens}, mask() ${s.maskBadTokens}, option lines ${s.optionLinesBad}${c ? `, CLI ${c.badTokens} bad tokens / ${c.errors} errors` : ''}`] : [];
   });
+  if (parquet && !parquet.outputsEqual) failures.push('parquet: reading or writing Parquet changed the output');
   if (messages && !messages.masksEqual) failures.push('messages: the masks of {messages} lines differ from those of the same rollouts as ids');
   if (merge && 'identical' in merge && !merge.identical) failures.push(`merge: datums differ from tinker-cookbook's (${merge.mismatches.join('; ')})`);
   if (failures.length) {

@@ -114,11 +114,12 @@ async function openSink(output: string | undefined, input: string, own: Declared
 }
 
 /** tagmask's output for one masked rollout, in the mask form asked for. */
-function maskFields(table: ByteTable, prepared: Prepared, result: MaskResult, options: OutputOptions): Record<string, unknown> {
+function maskFields(table: ByteTable, prepared: Prepared, result: MaskResult, options: OutputOptions, typed = false): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (options.maskFormat === 'runs') out.runs = actionRuns(result.mask);
   else if (options.observationWeight !== undefined) out.weights = weighted(result.mask, options.observationWeight);
-  else out.mask = Array.from(result.mask);
+  // Parquet takes the mask as bytes (a copy: the masker may reuse its buffer); JSON needs an array.
+  else out.mask = typed ? result.mask.slice() : Array.from(result.mask);
   // Text and messages rollouts were tokenized here: their ids go out with the mask.
   if (prepared.source !== undefined) out.tokens = Array.from(prepared.rollout.tokens);
   const offsets = options.charSpans && prepared.source !== undefined ? tokenCharOffsets(table, prepared.rollout.tokens, prepared.source) : undefined;
@@ -173,7 +174,7 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
             if (mode === 'mask') {
               if (!options.outFormat) {
                 if (plainMask && prepared.source === undefined) writeMaskLine(sink.json!, id, result);
-                else sink.write(rollout.id, id, maskFields(table, prepared, result, options));
+                else sink.write(rollout.id, id, maskFields(table, prepared, result, options, sink.json === undefined));
               }
               html?.add(table, { id: rollout.id, tokens: rollout.tokens, result, source });
             } else {

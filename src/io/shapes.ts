@@ -276,13 +276,28 @@ export const SHAPES: ShapeSpec[] = [
     writeBack: (value, [rollout], [mask]) => ({ ...value, prompt_mask: slice(mask, 0, rollout.promptLength), completion_mask: slice(mask, rollout.promptLength) }),
   },
   {
-    name: 'trl', framework: 'TRL', keys: ['prompt_ids', 'completion_ids'], maskKeys: ['completion_mask'], hints: ['tool_mask'],
+    // GRPOTrainer's rows (TRL f2cd5771, trl/trainer/grpo_trainer.py `_generate_and_score_completions`): prompt_ids
+    // left-padded with prompt_mask its attention mask (1 on the prompt, 0 on the padding); completion_ids
+    // right-padded with completion_mask 1 up to the end of the completion (also attention: it is concatenated
+    // with prompt_mask into attention_mask), 0 on padding and, with mask_truncated_completions, on a whole
+    // truncated completion; tool_mask 0 on tool results, padded with 1. The loss mask is completion_mask * tool_mask.
+    name: 'trl', framework: 'TRL', keys: ['prompt_ids', 'completion_ids'], maskKeys: ['completion_mask'], hints: ['tool_mask', 'prompt_mask'],
     read(value, id, options) {
+      let prompt = tokenArray(value.prompt_ids, 'prompt_ids');
+      if (value.prompt_mask !== undefined) {
+        const attention = maskValues(value.prompt_mask, 'prompt_mask');
+        sameLength(attention, 'prompt_mask', prompt, 'prompt_ids');
+        let start = 0;
+        while (start < attention.length && attention[start] === 0) start++;
+        for (let i = start; i < attention.length; i++) if (attention[i] !== 1) throw new ShapeError(`prompt_mask[${i}]: 0 inside the prompt (TRL pads prompts on the left only; prompt_mask is their attention mask)`);
+        prompt = prompt.slice(start);
+      }
       const completion = tokenArray(value.completion_ids, 'completion_ids');
       let mask: number[] | undefined;
       let field = 'completion_mask';
       if (value.completion_mask !== undefined) {
         mask = maskValues(value.completion_mask, 'completion_mask');
+        sameLength(mask, 'completion_mask', completion, 'completion_ids');
         if (value.tool_mask !== undefined) {
           // TRL trains completion_mask * tool_mask (tool_mask: 0 on tool results).
           const tool = maskValues(value.tool_mask, 'tool_mask');
@@ -291,12 +306,12 @@ export const SHAPES: ShapeSpec[] = [
           field = 'completion_mask*tool_mask';
         }
       }
-      return [promptResponse(id, options, tokenArray(value.prompt_ids, 'prompt_ids'), completion, mask, field)];
+      return [promptResponse(id, options, prompt, completion, mask, field)];
     },
     writeBack(value, [rollout], [mask]) {
-      // completion_mask stays TRL's (attention up to EOS); the action mask goes where TRL reads it: tool_mask.
-      const own = slice(mask, rollout.promptLength);
-      return value.completion_mask === undefined ? { ...value, completion_mask: own } : { ...value, tool_mask: own };
+      // prompt_mask and completion_mask are TRL's attention masks: never written. The action mask goes where TRL
+      // reads a loss mask of its own: tool_mask (loss = completion_mask * tool_mask).
+      return { ...value, tool_mask: slice(mask, rollout.promptLength) };
     },
   },
   {
@@ -546,10 +561,21 @@ export function isShapeName(name: string): name is ShapeName {
  */
 export function readShaped(value: unknown, format?: ShapeName, needMask = false): ShapedLine & { spec: ShapeSpec } {
   if (!isObject(value)) throw new ShapeError('a rollout line must be a JSON object');
-  const spec = format ? chosenShape(format, value, needMask) : detectShape(value, needMask);
+  let spec = format ? chosenShape(format, value, needMask) : detectShape(value, needMask);
+  if (!format && spec.name === 'verifiers' && isTrlRow(value)) spec = TRL;
   const options = readOptions(value.options);
   const rollouts = spec.read(value, value.id, options);
   return { shape: spec.name, spec, rollouts };
+}
+
+const TRL = SHAPES.find((shape) => shape.name === 'trl')!;
+
+/**
+ * verifiers' `prompt_mask` is a loss mask over the prompt (all 0); TRL's GRPO rows carry a `prompt_mask` too, its
+ * attention mask (1 on every prompt token). A row with a 1 in it, or with TRL's `tool_mask`, is TRL's.
+ */
+function isTrlRow(value: Json): boolean {
+  return value.tool_mask !== undefined || (Array.isArray(value.prompt_mask) && value.prompt_mask.some((bit) => bit === 1 || bit === true));
 }
 
 /** The line with its mask written back in its own frame and field names (`--out-format`). */
