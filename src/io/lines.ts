@@ -13,12 +13,24 @@ export function errorMessage(error: unknown): string {
 
 /** `id` as JSON; throws (a line error) when it cannot be written, e.g. nested thousands of levels deep. */
 export function idJson(id: unknown): string {
+  let text: string;
   try {
-    return jsonText(id ?? null) ?? 'null';
+    text = jsonText(id ?? null) ?? 'null';
   } catch (error) {
     throw new Error(`"id" cannot be written back as JSON (${errorMessage(error)})`);
   }
+  // JSON.parse reads an integer past 2^53 as the nearest double (2^53 + 1 comes back as 2^53): such an id
+  // could be written back only changed, so its line fails instead. (A BigInt, as Parquet's INT64 gives, is exact.)
+  if (typeof id === 'number' ? !safe(id) : typeof id === 'object' && id !== null && /\d{16}/.test(text)) {
+    JSON.stringify(id, (_key, value: unknown) => {
+      if (typeof value === 'number' && !safe(value)) throw new Error(`"id" holds an integer past 2^53 (read as ${value}): JSON numbers that large are read inexactly, so it cannot be written back as it came (give it as a string)`);
+      return typeof value === 'bigint' ? null : value;
+    });
+  }
+  return text;
 }
+
+const safe = (value: number) => !Number.isInteger(value) || Number.isSafeInteger(value);
 
 /**
  * An id as text for people: a string as it is, a number or boolean as written, anything else as its JSON.

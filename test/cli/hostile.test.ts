@@ -426,3 +426,26 @@ describe('grammar check --tokenizer refuses what mask refuses (issue 20 item 18)
     expect(checkedFits.stdout).not.toContain('too-many-specials');
   });
 });
+
+describe('integer ids past 2^53 (issue 20 item 10, JSONL)', { timeout: 120_000 }, () => {
+  it('2^53 + 1 as an id (alone or inside one) fails its line, never comes back as 2^53; 2^53 − 1 and string ids are written back exactly', async () => {
+    const tokens = JSON.parse(good).tokens;
+    const lines = [
+      `{"id":9007199254740993,"tokens":${JSON.stringify(tokens)}}`,
+      `{"id":{"run":9007199254740993},"tokens":${JSON.stringify(tokens)}}`,
+      `{"id":9007199254740991,"tokens":${JSON.stringify(tokens)}}`,
+      `{"id":"9007199254740993","tokens":${JSON.stringify(tokens)}}`,
+    ];
+    const run = await tagmask([...MASK, file('big-ids.jsonl', `${lines.join('\n')}\n`)]);
+    expect(run.code).toBe(1);
+    const out = run.stdout.split('\n').filter(Boolean);
+    expect(out).toHaveLength(4);
+    expect(out[0]).not.toContain('9007199254740992,"mask"');
+    expect(JSON.parse(out[0])).toMatchObject({ id: null, line: 1 });
+    expect(JSON.parse(out[0]).error).toMatch(/"id" holds an integer past 2\^53/);
+    expect(JSON.parse(out[1])).toMatchObject({ id: null, line: 2 });
+    expect(out[2].startsWith('{"id":9007199254740991,"mask":')).toBe(true);
+    expect(out[3].startsWith('{"id":"9007199254740993","mask":')).toBe(true);
+    expect(run.stderr).toMatch(/big-ids\.jsonl:1: "id" holds an integer past 2\^53/);
+  });
+});

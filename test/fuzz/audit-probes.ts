@@ -446,6 +446,13 @@ await probe('h20-13 a gzip bomb (one 1.5 GB line from a ~1.5 MB .jsonl.gz) and a
   const holds = (r: typeof a, out: any[], name: string) => r.code === 1 && out.length === 3 && !!out[0].mask && out[1].line === 2 && /longer than/.test(out[1].error ?? '') && !!out[2].mask && r.stderr.includes(`${name}:2:`) && r.rss < 1024;
   return [holds(a, outA, 'bomb.jsonl.gz') && holds(b, outB, 'long.jsonl'), `gzip: exit ${a.code}, ${outA.length} lines, ${a.rss.toFixed(0)} MB (${(statSync(bomb).size / 1e6).toFixed(1)} MB file); plain 600 MB: exit ${b.code}, ${outB.length} lines, ${b.rss.toFixed(0)} MB; ${(outB[1]?.error ?? b.stderr).slice(0, 120)}`];
 });
+await probe('h20-10 JSONL: an id of 2^53 + 1 is never written back as 2^53', () => {
+  const r = run(mask([file('h20-10.jsonl', `${good.replace(/^\{"id":"[^"]*"/, '{"id":9007199254740993')}\n${good}\n`)]));
+  const out = r.stdout.split('\n').filter(Boolean);
+  const wrong = out.some((line) => line.startsWith('{"id":9007199254740992'));
+  const ok = !wrong && (out[0]?.startsWith('{"id":9007199254740993,') || /"line":1,"error"/.test(out[0] ?? '')) && out.length === 2;
+  return [ok, `exit ${r.code}; first line ${(out[0] ?? '').slice(0, 120)}`];
+});
 // Issue 20, the Parquet and file-format parts (items 5, 10, 13, 17, 19).
 const isPar1 = (path: string) => { const b = readFileSync(path); return b.length > 8 && b.subarray(0, 4).toString() === 'PAR1' && b.subarray(-4).toString() === 'PAR1'; };
 await probe('h20-19a merge -o x.parquet writes Parquet', () => {
