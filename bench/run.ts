@@ -38,6 +38,7 @@ import { describeMerge, mergeBench, type MergeOutcome } from './merge.ts';
 import { describeMessages, messagesBench, type MessagesResult } from './messages.ts';
 import { describeParquet, parquetBench, type ParquetResult } from './parquet.ts';
 import { coldBench, describeCold } from './cold.ts';
+import { describeDetect, detectBench } from './detect.ts';
 import { serveBench } from './serve.ts';
 import { fmt, interleave, median, now, table, type Timed } from './timing.ts';
 
@@ -66,6 +67,7 @@ const config = {
   serve: !has('--skip-serve'),
   messages: !has('--skip-messages'),
   cold: !has('--skip-cold'),
+  detect: !has('--skip-detect'),
   coldRounds: Number(value('--cold-rounds', quick ? '2' : '3')),
   /** Conversations in the messages-vs-ids files, and paired CLI rounds. */
   conversations: Number(value('--conversations', quick ? '200' : '500')),
@@ -543,6 +545,14 @@ async function main() {
   if (config.serve) {
     log('\nserve: the Python package per call, and the CLI from a pipe against the file …');
     results.serve = serveBench({ quick, workDir: config.workDir, log });
+  }
+
+  // H: detect on 1,000 rollouts against one mask of them (the CLI input of the first run, written in phase C).
+  if (config.detect && config.cli) {
+    log(`\ndetect: 1,000 rollouts of ${inputFile(runs[0])}, ${config.coldRounds} paired rounds …`);
+    const detect = detectBench({ input: inputFile(runs[0]), tokenizer: runs[0].target.tokenizer, rounds: config.coldRounds });
+    log(describeDetect(detect));
+    results.detect = detect;
   }
 
   // Headline: the first corpus (realistic unless --corpus says otherwise).

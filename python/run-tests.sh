@@ -10,7 +10,13 @@ PYTHON="${PYTHON:-python3}"
 command -v "$PYTHON" >/dev/null 2>&1 || skip "no $PYTHON on this machine"
 "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 9))' || skip "$("$PYTHON" --version 2>&1) is older than 3.9"
 "$PYTHON" -c 'import venv, ensurepip' 2>/dev/null || skip "$PYTHON has no venv/ensurepip module (Debian: apt-get install python3-venv)"
-venv="${TAGMASK_PYTHON_VENV:-$(mktemp -d)/venv}"
+if [ -n "${TAGMASK_PYTHON_VENV:-}" ]; then
+  venv="$TAGMASK_PYTHON_VENV"
+else
+  scratch="$(mktemp -d)"
+  trap 'rm -rf "$scratch"' EXIT   # Ray alone is ~1 GB installed
+  venv="$scratch/venv"
+fi
 [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"
 "$venv/bin/python" -m pip install --retries 0 --disable-pip-version-check -q pytest numpy pyarrow 'ray[data]' ./python
 set +e

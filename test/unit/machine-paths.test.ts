@@ -30,7 +30,9 @@ beforeAll(async () => {
     tokenizers.set(spec, tokenizer);
     encoders.set(spec, (text) => (text ? hf.encode(text, { add_special_tokens: false }) : []));
   }
-}, 60_000);
+  // Five tokenizers through transformers (Gemma 3's 262 k vocabulary the largest): about 25 s idle, over a minute
+  // on two busy cores.
+}, 180_000);
 
 interface Segment { text: string; role: 0 | 1; pad?: boolean }
 

@@ -1,5 +1,5 @@
 /**
- * kimi-k2 agrees with tinker-cookbook's `kimi_k2` renderer on every token (thinking-machines-lab/tinker-cookbook
+ * kimi-k2 agrees with tinker-cookbook's `kimi_k2` and `kimi_k25` renderers on every token (thinking-machines-lab/tinker-cookbook
  * tinker_cookbook/renderers/kimi_k2.py @ 9dfcc3a2cf44432d621a01005073dc6d76a1e87a, read, not copied): SFT examples as
  * `build_supervised_example(…, ALL_ASSISTANT_MESSAGES)` weights them (headers 0, assistant outputs 1, a default
  * system message first), and RL datums (each turn sampled after the generation prompt, merged by
@@ -93,18 +93,29 @@ describe.each([true, false])('tinker kimi_k2, reasoning %s', (thinking) => {
     sft.push(tokens);
   }, 60_000);
 
-  it.each(Object.keys(conversations))('RL (trajectory_to_data) %s: every datum agrees', (name) => {
+  // kimi_k2: no prefill; kimi_k25 / kimi_k26: '<think>' (thinking) or '<think></think>' (thinking off) after the header.
+  const renderers: Array<{ renderer: string; prefill: string; options: Record<string, number> }> = [
+    { renderer: 'kimi_k2', prefill: '', options: {} },
+    { renderer: 'kimi_k25', prefill: '<think>', options: { think_prefill: 1 } },
+    { renderer: 'kimi_k25_disable_thinking', prefill: '<think></think>', options: { nothink_prefill: 1 } },
+  ];
+  it.each(renderers.flatMap((r) => Object.keys(conversations).map((name) => ({ ...r, name }))))('RL (trajectory_to_data) $renderer $name: every datum agrees ($options)', ({ name, prefill, options }) => {
     const messages = withSystem(conversations[name]);
     const ids = toolIds(messages);
     const transitions = messages.flatMap((message, idx) => {
       if (message.role !== 'assistant') return [];
       const history = messages.slice(0, idx);
       const lastUser = history.map((m) => m.role).lastIndexOf('user');
-      const ob = history.flatMap((m, i) => { const r = render(m, i > lastUser, ids[i]); return [...kimi.encode(r.header), ...kimi.encode(r.output)]; }).concat(kimi.encode(HEADER));
-      const tokens = kimi.encode(render(message, true, undefined).output);
+      const ob = history.flatMap((m, i) => { const r = render(m, i > lastUser, ids[i]); return [...kimi.encode(r.header), ...kimi.encode(r.output)]; })
+        .concat(kimi.encode(HEADER), prefill ? kimi.encode(prefill) : []);
+      // What the model samples after the prompt: the turn as rendered, less the prefill the prompt holds.
+      let output = render(message, true, undefined).output;
+      if (prefill === '<think>') output = output.slice('<think>'.length);
+      if (prefill === '<think></think>') output = output.replace(/^<think>[^]*?<\/think>/, '');
+      const tokens = kimi.encode(output);
       return [{ ob, ac: { tokens, logprobs: tokens.map(() => -0.5) } }];
     });
-    const verdict = checkTrajectory(new Masker(loadGrammar('kimi-k2'), kimi.table), kimi.table, name, { transitions });
+    const verdict = checkTrajectory(new Masker(loadGrammar('kimi-k2'), kimi.table, options), kimi.table, name, { transitions });
     expect(verdict.datums.flatMap((d) => d.disagreements)).toEqual([]);
   }, 60_000);
 });
