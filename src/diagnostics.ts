@@ -171,9 +171,6 @@ export function messageOf(code: Code, args: DiagnosticArgs): string {
   return (CODES[code] as CodeSpec).message(args);
 }
 
-/** Rollout codes by severity (kept for callers that index it directly). */
-export const SEVERITY = Object.fromEntries(Object.entries(CODES).map(([code, spec]) => [code, spec.severity])) as Record<Code, Severity>;
-
 /** A rollout's diagnostic as the library returns it and `mask` writes it. */
 export interface Diagnostic {
   code: DiagnosticCode;

@@ -11,7 +11,9 @@ import { errorLine, idJson, idOf, errorMessage, writable, writeMaskLine } from '
 import { parquetColumns, ParquetRowWriter, ParquetValueError, type DeclaredColumn } from './io/parquet.ts';
 import { jsonText } from './io/json.ts';
 import { fileFormat } from './io/format.ts';
-import { actionRuns, auditPrepared, maskPrepared, prepareRollout, spansWithChars, tokenCharOffsets, weighted, type MaskFormat, type Prepared } from './io/prepare.ts';
+import { maskPrepared, prepareRollout, type Prepared } from './io/prepare.ts';
+import { auditPrepared } from './io/audit.ts';
+import { actionRuns, spansWithChars, tokenCharOffsets, weighted, type MaskFormat } from './io/mask-forms.ts';
 import { givenInStream, writeBackShaped, type ShapeName } from './io/shapes.ts';
 import { datumJsonLine, datumRow, parseTrajectoryLine } from './io/trajectory.ts';
 import { auditExtension, trajectoryToData } from './merge.ts';
@@ -165,7 +167,7 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
             done.push({ prepared, result: maskPrepared(pool, prepared), id });
           }
           if (mode === 'mask' && options.outFormat) {
-            const back = value ? writeBackShaped(line as never, value, done.map(({ result }) => outMask(result.mask, options)))
+            const back = value ? writeBackShaped(line, value, done.map(({ result }) => outMask(result.mask, options)))
               : { ...JSON.parse(recordText(item)), mask: Array.from(outMask(done[0].result.mask, options)) };
             sink.raw(back as Record<string, unknown>);
           }

@@ -11,7 +11,7 @@ import { findSuites } from '../suites.ts';
 import type { Suite } from '../conformance.ts';
 import { resolveTokenizerPath } from '../tokenizer/load.ts';
 import { visibleText } from '../report/text.ts';
-import { SEVERITY, type DiagnosticCode, type Severity } from '../diagnostics.ts';
+import { severityOf, type Code, type Severity } from '../diagnostics.ts';
 
 // Flags several commands share.
 export const GRAMMAR: FlagSpec = { type: 'string', required: true, value: 'NAME|PATH|auto', help: 'a bundled grammar (search-r1, qwen3-tools, …), a grammar JSON file, or auto: the bundled grammar `tagmask detect` finds in the file (said on stderr)' };
@@ -28,7 +28,7 @@ const SEVERITY_RANK: Record<Severity | 'none', number> = { info: 0, warning: 1, 
 /** Whether diagnostics counted by code reach the --fail-on level. */
 export function diagnosticsFail(counts: Map<string, number>, failOn: string): boolean {
   const threshold = SEVERITY_RANK[failOn as Severity | 'none'];
-  for (const code of counts.keys()) if (SEVERITY_RANK[SEVERITY[code as DiagnosticCode]] >= threshold) return true;
+  for (const code of counts.keys()) if (SEVERITY_RANK[severityOf(code as Code)] >= threshold) return true;
   return false;
 }
 

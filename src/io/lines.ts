@@ -3,8 +3,6 @@
  * they came, or the line fails.
  */
 import type { MaskResult } from '../masker.ts';
-import type { Diagnostic } from '../diagnostics.ts';
-import type { Disagreement, Frame } from '../conformance.ts';
 import type { JsonlWriter } from './jsonl.ts';
 import { jsonText } from './json.ts';
 
@@ -78,10 +76,4 @@ export function writeMaskLine(writer: JsonlWriter, id: string, result: MaskResul
   const diagnostics = result.diagnostics;
   for (let i = 0; i < diagnostics.length; i++) writer.write(`${i ? ',' : ''}${JSON.stringify(diagnostics[i])}`);
   writer.write(']}\n');
-}
-
-/** `check`'s verdict line; `id` is already JSON. */
-export function writeCheckLine(writer: JsonlWriter, id: string, tokens: number, frame: Frame, disagreements: Disagreement[], diagnostics: Diagnostic[]) {
-  const verdict = JSON.stringify({ agree: disagreements.length === 0, tokens, frame, disagreements, diagnostics });
-  writer.write(`{"id":${id},${verdict.slice(1)}\n`);
 }

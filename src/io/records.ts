@@ -8,7 +8,7 @@ import { readJsonlBatches, readJsonlGz } from './jsonl.ts';
 import { isObject, MAX_TOKEN_ID } from './json.ts';
 import { readParquetRows } from './parquet.ts';
 import { fileFormat } from './format.ts';
-import { detectShape, flatRollout, readShaped, ShapeError, type ShapedLine, type ShapeName } from './shapes.ts';
+import { detectShape, flatRollout, readShaped, ShapeError, type ShapedLine, type ShapeName, type ShapeSpec } from './shapes.ts';
 
 /** One input record: a line's bytes (JSONL, plain or gzip) or a parsed row (Parquet). */
 export interface InputRecord {
@@ -35,11 +35,14 @@ export async function* readRecordBatches(input: string): AsyncGenerator<InputRec
 
 export const recordText = (record: InputRecord) => (record.bytes ? record.bytes.toString('utf8') : JSON.stringify(record.value ?? null));
 
+/** A record read: a flat line from its bytes, or a parsed value with the shape that read it (which writes it back). */
+export type RecordRead = { line: ShapedLine; value?: undefined } | { line: ShapedLine & { spec: ShapeSpec }; value: Record<string, unknown> };
+
 /**
  * A record in its shape. Plain flat JSONL lines keep the byte reader (the ids are never JSON.parse'd; the
  * tokens are then a view into a buffer the next record reuses). `needMask`: the record must bring a mask.
  */
-export function readRecord(record: InputRecord, format: ShapeName | undefined, needMask: boolean): { line: ShapedLine; value?: Record<string, unknown> } {
+export function readRecord(record: InputRecord, format: ShapeName | undefined, needMask: boolean): RecordRead {
   if (record.error !== undefined) throw new ShapeError(record.error);
   if (record.bytes && (format === undefined || format === 'flat')) {
     const spliced = spliceTokens(record.bytes);

