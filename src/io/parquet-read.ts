@@ -449,6 +449,7 @@ export async function* readParquetRows(path: string): AsyncGenerator<ParquetRow>
   const names = root.children.map((child) => child.element.name);
   let groupStart = 0;
   let number = 0;
+  let last = 0;
   for (const [index, group] of metadata.row_groups.entries()) {
     const where = `row group ${index + 1} of ${metadata.row_groups.length}`;
     const declared = Number(group.num_rows);
@@ -457,14 +458,16 @@ export async function* readParquetRows(path: string): AsyncGenerator<ParquetRow>
     try {
       if (!Number.isSafeInteger(declared) || declared < 0) throw new ParquetLimit(`num_rows is ${group.num_rows}`);
       if (stored !== declared) throw new ParquetLimit(`num_rows says ${declared} but its columns hold ${stored} rows`);
-      yield* readGroup(library, file, metadata, group, groupStart, number, names, fast);
+      for await (const row of readGroup(library, file, metadata, group, groupStart, number, names, fast)) { last = row.number; yield row; }
     } catch (error) {
       if (!(error instanceof GroupError) && !(error instanceof ParquetLimit) && !(error instanceof Error)) throw error;
       const at = error instanceof GroupError ? error.rowsDone : 0;
       const count = Math.max(stored - at, 1);
-      yield { number: number + at + 1, error: `${where} (${describeRows(number + at + 1, count)}) cannot be read: ${error instanceof GroupError ? error.reason : (error as Error).message}` };
+      last = number + at + 1;
+      yield { number: last, error: `${where} (${describeRows(last, count)}) cannot be read: ${error instanceof GroupError ? error.reason : (error as Error).message}` };
     }
-    number += Math.max(stored, 0);
+    // Numbering goes on after every row said or handed out, so that no two rows share a number.
+    number = Math.max(number + (Number.isSafeInteger(stored) && stored > 0 ? stored : 0), last);
     groupStart += Math.max(declared, 0);
   }
 }

@@ -378,3 +378,6 @@ export function checkRandomGrammar(value: unknown, streams: Array<{ parts: Array
 }
 
 export { fc, createMasker };
+
+// Parquet: files from real writers, mutated, through the Parquet reader (test/fuzz/parquet-fuzz.ts).
+export { checkParquetBytes, mutate as mutateParquet, parquetMutation, parquetSeeds } from './parquet-fuzz.ts';

@@ -1,10 +1,10 @@
 /**
  * `npm run fuzz [-- --runs N] [-- --seed S]`: the properties of test/fuzz/harness.ts at length (10^6 mutated
- * sample rollouts by default, with maskBatch and random-grammar runs in proportion). Prints the seed, the
+ * sample rollouts by default, with maskBatch, random-grammar and mutated-Parquet runs in proportion). Prints the seed, the
  * counts, and any counterexample shrunk by fast-check, with the seed and path that replay it; exits 1 then.
  */
 import fc from 'fast-check';
-import { caseOf, checkBatch, checkRandomGrammar, checkRollout, randomGrammar, randomStream, realise, sampleSubjects } from './harness.ts';
+import { caseOf, checkBatch, checkParquetBytes, checkRandomGrammar, checkRollout, mutateParquet, parquetMutation, parquetSeeds, randomGrammar, randomStream, realise, sampleSubjects } from './harness.ts';
 
 function argument(name: string, fallback: number): number {
   const at = process.argv.indexOf(`--${name}`);
@@ -46,5 +46,21 @@ run('maskBatch = mask()', fc.property(fc.nat(), fc.nat(), fc.array(caseOf, { min
 run('random grammars', fc.property(randomGrammar, fc.array(randomStream, { minLength: 1, maxLength: 12 }), fc.nat(), (value, streams, optionIndex) => {
   checkRandomGrammar(value, streams, optionIndex);
 }), Math.ceil(runs / 100));
+
+// Parquet files from real writers, mutated, through the Parquet reader: no crash, located errors (one run in 100).
+const seeds = parquetSeeds();
+console.log(`${seeds.length} Parquet seeds: ${seeds.map((seed) => seed.name).join(', ')}`);
+{
+  const started = Date.now();
+  for (const seed of seeds) await checkParquetBytes(seed.bytes, seed.rows);
+  const result = await fc.check(fc.asyncProperty(fc.nat(), parquetMutation, async (index, mutation) => {
+    await checkParquetBytes(mutateParquet(seeds[index % seeds.length].bytes, mutation));
+  }), { numRuns: Math.ceil(runs / 100), seed });
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  if (result.failed) {
+    failed = true;
+    console.log(`✖ mutated Parquet files: ${result.numRuns} runs, ${seconds} s\n${fc.defaultReportMessage(result)}`);
+  } else console.log(`✔ mutated Parquet files (no crash, located errors; unmutated files read back as written): ${result.numRuns} runs, ${seconds} s`);
+}
 
 process.exitCode = failed ? 1 : 0;

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LineSplitter } from '../../src/io/jsonl.ts';
-import { caseOf, checkBatch, checkRandomGrammar, checkRollout, randomGrammar, randomStream, realise, sampleSubjects, type Subject } from '../fuzz/harness.ts';
+import { caseOf, checkBatch, checkParquetBytes, checkRandomGrammar, checkRollout, mutateParquet, parquetMutation, parquetSeeds, randomGrammar, randomStream, realise, sampleSubjects, type Subject } from '../fuzz/harness.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const SEED = Number(process.env.TAGMASK_FUZZ_SEED ?? 20261130);
@@ -21,6 +21,14 @@ const dir = mkdtempSync(join(tmpdir(), 'tagmask-fuzz-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('fuzzing (bounded)', { timeout: 120_000 }, () => {
+  it('Parquet files from real writers, mutated: the reader never crashes, errors are located, unmutated files read back as written', async () => {
+    const seeds = parquetSeeds();
+    for (const seed of seeds) await checkParquetBytes(seed.bytes, seed.rows);
+    await fc.assert(fc.asyncProperty(fc.nat(), parquetMutation, async (index, mutation) => {
+      await checkParquetBytes(mutateParquet(seeds[index % seeds.length].bytes, mutation));
+    }), { numRuns: 200, seed: SEED });
+  });
+
   it('mutated sample streams of every suite: no crash, spans tile, mask = span roles, 0/1, deterministic', () => {
     expect(subjects.length).toBeGreaterThan(10);
     fc.assert(fc.property(caseOf, (item) => {
