@@ -20,7 +20,8 @@
  *      with a message unless TINKER_COOKBOOK names a checkout of it);
  *   F. `{messages}` input against the same rollouts as ids, CLI end to end (bench/messages.ts);
  *   G. a cold first use (empty byte-table cache) against a warm one, CLI on one rollout (bench/cold.ts);
- *   H. the Python package per call (a batch of 8) and the CLI reading a pipe against the file (bench/serve.ts).
+ *   H. detect on 1,000 rollouts against one mask of them (bench/detect.ts);
+ *   I. the Python package per call (a batch of 8) and the CLI reading a pipe against the file (bench/serve.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -541,18 +542,18 @@ async function main() {
     results.cold = cold;
   }
 
-  // H: the training-loop doors: a batch through the Python package, and the CLI reading a pipe (bench/serve.ts).
-  if (config.serve) {
-    log('\nserve: the Python package per call, and the CLI from a pipe against the file …');
-    results.serve = serveBench({ quick, workDir: config.workDir, log });
-  }
-
   // H: detect on 1,000 rollouts against one mask of them (the CLI input of the first run, written in phase C).
   if (config.detect && config.cli) {
     log(`\ndetect: 1,000 rollouts of ${inputFile(runs[0])}, ${config.coldRounds} paired rounds …`);
     const detect = detectBench({ input: inputFile(runs[0]), tokenizer: runs[0].target.tokenizer, rounds: config.coldRounds });
     log(describeDetect(detect));
     results.detect = detect;
+  }
+
+  // I: the training-loop doors: a batch through the Python package, and the CLI reading a pipe (bench/serve.ts).
+  if (config.serve) {
+    log('\nserve: the Python package per call, and the CLI from a pipe against the file …');
+    results.serve = serveBench({ quick, workDir: config.workDir, log });
   }
 
   // Headline: the first corpus (realistic unless --corpus says otherwise).

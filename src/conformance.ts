@@ -7,7 +7,7 @@
 import type { Masker, MaskResult } from './masker.ts';
 import type { OptionValues } from './scan/bind.ts';
 import { auditExtension, trajectoryToData, type Trajectory } from './merge.ts';
-import { textOf, type ByteTable } from './tokenizer/table.ts';
+import { SPECIAL, pieceOf, textOf, type ByteTable } from './tokenizer/table.ts';
 
 export type DisagreementClass = 'mask-mismatch' | 'straddling-token';
 
@@ -37,6 +37,8 @@ export interface Disagreement {
   given: 0 | 1;
   protocol: 0 | 1;
   direction: Direction;
+  /** Which parts of the protocol the run's tokens are, in order (from tagmask's spans). */
+  parts: Part[];
   /** Decoded text: a little before, the run itself, a little after. */
   before: string;
   text: string;
@@ -44,6 +46,111 @@ export interface Disagreement {
 }
 
 const CONTEXT_TOKENS = 4;
+
+/**
+ * A part of the protocol, named in a user's words: what a disagreeing run's tokens are.
+ * `prompt`, `header` (the template's role header / generation prompt), `stop-token` (end-of-turn or stop
+ * token), `newline-after-stop` (the template's newline after it), `template-think` (an empty think block or
+ * prefill a template writes), `environment-reply` (a tool response or other environment reply), `padding`,
+ * `model-text` (what the model sampled), `truncated-turn` (a last turn cut before its stop token).
+ */
+export type PartCode = 'prompt' | 'header' | 'stop-token' | 'newline-after-stop' | 'template-think' | 'environment-reply' | 'padding' | 'model-text' | 'truncated-turn';
+
+export interface Part { code: PartCode; words: string; start: number; end: number }
+
+const THINK_BLOCK = /^\s*<think>\s*(<\/think>\s*)?$/;
+const isSpecial = (table: ByteTable, id: number) => id < table.size && (table.flags[id] & SPECIAL) !== 0;
+const pieceText = (table: ByteTable, id: number) => (id < table.size ? Buffer.from(pieceOf(table, id)).toString('utf8') : '');
+
+/** The part of tokens [start, end), all inside `span`, of tagmask's reading. */
+function partOfPiece(table: ByteTable, tokens: ArrayLike<number>, result: MaskResult, span: MaskResult['spans'][number], start: number, end: number): Omit<Part, 'start' | 'end'> {
+  const text = textOf(table, tokens, start, end);
+  let allSpecial = true;
+  for (let i = start; i < end; i++) if (!isSpecial(table, tokens[i])) allSpecial = false;
+  const previous = start > 0 ? tokens[start - 1] : -1;
+  // An empty think block or a prefill: the template's where tagmask reads it as observation; an empty block the model may have written.
+  if (THINK_BLOCK.test(text) && (span.role === 'observation' || text.includes('</think>'))) return { code: 'template-think', words: `the think block ${JSON.stringify(text)} (a template's empty block or prefill, or the model's own)` };
+  if (span.tag === 'trailing') {
+    const firstOfTrailing = start === span.start && allSpecial && end - start === 1 && start > 0;
+    return firstOfTrailing ? { code: 'stop-token', words: `the stop token ${JSON.stringify(text)}` } : { code: 'padding', words: 'padding' };
+  }
+  if (!text.trim() && previous >= 0 && isSpecial(table, previous)) {
+    return { code: 'newline-after-stop', words: `the template's ${JSON.stringify(text)} after ${JSON.stringify(pieceText(table, previous))}` };
+  }
+  if (allSpecial && span.role === 'action' && end === span.end) return { code: 'stop-token', words: `the end-of-turn token ${JSON.stringify(text)}` };
+  const header = isSpecial(table, tokens[start]) && /^[^\n]*(assistant|model)/i.test(text) && end - start <= 12 && (end === span.end || span.role === 'action');
+  if (span.tag === 'prompt') return header && end === span.end ? { code: 'header', words: `the template's header (generation prompt) ${JSON.stringify(text)}` } : { code: 'prompt', words: 'the prompt' };
+  if (span.role === 'observation') {
+    if (header && end === span.end) return { code: 'header', words: `the template's header ${JSON.stringify(text)}` };
+    return { code: 'environment-reply', words: `the environment's reply (${span.tag})` };
+  }
+  // The model's text: a last turn that reaches the end of the stream (or its padding) without a stop token was cut.
+  const last = result.spans.findIndex((item) => item === span);
+  const rest = result.spans.slice(last + 1);
+  if (end === span.end && rest.every((item) => item.tag === 'trailing') && !isSpecial(table, tokens[span.end - 1])) {
+    return { code: 'truncated-turn', words: `the truncated last turn (${span.tag}: cut before its stop token)` };
+  }
+  return { code: 'model-text', words: `the model's text (${span.tag})` };
+}
+
+/**
+ * Where a prompt or reply span's closing template text begins: the role header (from the last special token
+ * before "assistant"/"model" near its end), then any think block the template writes after it.
+ */
+function closingCuts(table: ByteTable, tokens: ArrayLike<number>, span: MaskResult['spans'][number]): number[] {
+  const cuts: number[] = [];
+  for (let k = span.end - 1; k >= Math.max(span.start, span.end - 12); k--) {
+    if (!isSpecial(table, tokens[k])) continue;
+    const tail = textOf(table, tokens, k, span.end);
+    if (/^[^\n]*(assistant|model)/i.test(tail)) {
+      if (k > span.start) cuts.push(k);
+      for (let t = k + 1; t < span.end; t++) if (/^<think>/.test(pieceText(table, tokens[t]))) { cuts.push(t); break; }
+      break;
+    }
+  }
+  return cuts;
+}
+
+/** The parts of run [start, end), split where tagmask's spans change and merged where the part repeats. */
+export function partsOf(table: ByteTable, tokens: ArrayLike<number>, result: MaskResult, start: number, end: number): Part[] {
+  const parts: Part[] = [];
+  const push = (span: MaskResult['spans'][number], from: number, to: number) => {
+    if (from >= to) return;
+    const part = partOfPiece(table, tokens, result, span, from, to);
+    const previous = parts[parts.length - 1];
+    if (previous && previous.code === part.code && previous.end === from && (part.code === 'prompt' || part.code === 'padding' || part.code === 'model-text' || part.code === 'environment-reply')) {
+      previous.end = to;
+      if (previous.words !== part.words) previous.words = part.code === 'environment-reply' ? "the environment's replies" : part.code === 'model-text' ? "the model's text" : previous.words;
+    } else parts.push({ ...part, start: from, end: to });
+  };
+  for (const span of result.spans) {
+    if (span.end <= start || span.start >= end) continue;
+    const from = Math.max(start, span.start);
+    const to = Math.min(end, span.end);
+    if (span.role !== 'observation' || span.tag === 'trailing') { push(span, from, to); continue; }
+    // A reply or the prompt: the template's newline after a stop token, the body, the closing header and think block.
+    const cuts = new Set<number>();
+    if (span.start > 0 && isSpecial(table, tokens[span.start - 1]) && !pieceText(table, tokens[span.start]).trim() && span.end > span.start + 1) cuts.add(span.start + 1);
+    for (const cut of closingCuts(table, tokens, span)) cuts.add(cut);
+    let at = from;
+    for (const cut of [...cuts].sort((a, b) => a - b)) {
+      if (cut <= at || cut >= to) continue;
+      push(span, at, cut);
+      at = cut;
+    }
+    push(span, at, to);
+  }
+  return parts;
+}
+
+/** The parts in words, the largest three named: "the prompt, the environment's reply (information) and padding". */
+export function partsInWords(parts: Part[]): string {
+  const names = [...new Set(parts.map((part) => part.words))];
+  if (names.length <= 1) return names[0] ?? 'tokens';
+  const shown = names.slice(0, 3);
+  const more = names.length > 3 ? ` and ${names.length - 3} more part(s)` : '';
+  return `${shown.slice(0, -1).join(', ')}${more ? `, ${shown.at(-1)}` : ` and ${shown.at(-1)}`}${more}`;
+}
 
 /**
  * Maximal runs where the mask under audit (`given`) and tagmask's disagree. `shift` = 1 when `given` is
@@ -67,6 +174,7 @@ export function compareMasks(table: ByteTable, tokens: ArrayLike<number>, given:
       given: want,
       protocol: got,
       direction: directionOf(want, got),
+      parts: partsOf(table, tokens, result, i, end),
       before: textOf(table, tokens, Math.max(0, i - CONTEXT_TOKENS), i),
       text: textOf(table, tokens, i, end),
       after: textOf(table, tokens, end, Math.min(tokens.length, end + CONTEXT_TOKENS)),

@@ -18,11 +18,19 @@ const BUFFER = 1 << 22;
 /** Longest string written in one piece: at 3 bytes per unit it fits the buffer. */
 const SLICE = BUFFER / 8;
 
-/** One input line: its bytes (a view, valid until the next line is read) and its 1-based number. */
+/**
+ * The longest line read: 256 MiB (a 200 MB rollout fits; a JavaScript string cannot hold 512 M characters). A
+ * longer line is skipped as it streams past, never held, and is that line's error; the others go on.
+ */
+export const MAX_LINE_BYTES = 1 << 28;
+
+/** One input line: its bytes (a view, valid until the next line is read) and its 1-based number; `error` when it could not be read (too long: no bytes). */
 export class Line {
-  constructor(readonly number: number, readonly bytes: Buffer) {}
+  constructor(readonly number: number, readonly bytes: Buffer, readonly error?: string) {}
   get text(): string { return this.bytes.toString('utf8'); }
 }
+
+const tooLong = (number: number, bytes: number, limit: number) => new Line(number, Buffer.alloc(0), `the line is ${bytes.toLocaleString('en-US')} bytes, longer than the ${limit.toLocaleString('en-US')} a line may be: skipped`);
 
 /** Wait a little for a non-blocking descriptor (stdin as a pipe or terminal) to have data. */
 function pause(): void {
@@ -49,18 +57,27 @@ function readSome(fd: number, buffer: Buffer, at: number): number {
  */
 export class LineSplitter {
   buffer: Buffer;
-  /** `size`: the normal buffer size (tests use tiny ones, so lines outgrow it). */
-  constructor(private readonly size = READ_CHUNK) {
+  /** `size`: the normal buffer size (tests use tiny ones, so lines outgrow it); `maxLine`: the longest line kept. */
+  constructor(private readonly size = READ_CHUNK, private readonly maxLine = MAX_LINE_BYTES) {
     this.buffer = Buffer.allocUnsafe(size);
   }
   /** Bytes of an unfinished line kept at the front. */
   kept = 0;
   number = 0;
+  /** Bytes of a too-long line skipped so far (-1: not skipping). */
+  private skipped = -1;
 
-  /** Where the next read goes; grows the buffer when one line fills it. */
+  /** Where the next read goes; grows the buffer when one line fills it, up to the longest line kept. */
   space(): number {
     if (this.kept === this.buffer.length) {
-      const bigger = Buffer.allocUnsafe(this.buffer.length * 2);
+      if (this.buffer.length >= this.maxLine) {
+        // Too long: drop what is held and skip the rest of the line as it comes.
+        this.skipped = this.kept;
+        this.kept = 0;
+        if (this.buffer.length > this.size) this.buffer = Buffer.allocUnsafe(this.size);
+        return 0;
+      }
+      const bigger = Buffer.allocUnsafe(Math.min(this.buffer.length * 2, Math.max(this.maxLine, this.buffer.length)));
       this.buffer.copy(bigger, 0, 0, this.kept);
       this.buffer = bigger;
     }
@@ -74,6 +91,15 @@ export class LineSplitter {
     let start = 0;
     this.kept = 0;
     const out: Line[] = [];
+    if (this.skipped >= 0) {
+      const newline = buffer.subarray(0, end).indexOf(10);
+      if (newline < 0 && read > 0) { this.skipped += end; return out; }
+      this.number++;
+      out.push(tooLong(this.number, this.skipped + (newline < 0 ? end : newline), this.maxLine));
+      this.skipped = -1;
+      if (newline < 0) return out;
+      start = newline + 1;
+    }
     // Search only what was read: past `end` the buffer holds stale bytes.
     const data = buffer.subarray(0, end);
     for (let newline = data.indexOf(10, start); newline >= 0; newline = data.indexOf(10, start)) {
@@ -168,9 +194,9 @@ export function* readJsonl(path: string): Generator<Line> {
  * signal (Ctrl-C, SIGTERM) is handled mid-run and the temporary output is removed. Each batch's lines
  * are valid until the next batch is asked for.
  */
-export async function* readJsonlBatches(path: string): AsyncGenerator<Line[]> {
+export async function* readJsonlBatches(path: string, maxLine = MAX_LINE_BYTES): AsyncGenerator<Line[]> {
   const fd = openInput(path);
-  const splitter = new LineSplitter();
+  const splitter = new LineSplitter(READ_CHUNK, maxLine);
   try {
     for (;;) {
       splitter.release();
@@ -469,13 +495,16 @@ export class JsonlWriter {
  * Lines of a gzip-compressed JSONL file (`.jsonl.gz`), streamed through node:zlib: only the current chunk
  * and the unfinished line are held. Lines are numbered and blank ones skipped as `readJsonl` does.
  */
-export async function* readJsonlGz(path: string): AsyncGenerator<Line> {
+export async function* readJsonlGz(path: string, maxLine = MAX_LINE_BYTES): AsyncGenerator<Line> {
   // Opened here, synchronously: a missing file or a folder is an InputError (exit 2 with a message), never a
   // stream's unhandled 'error' event.
   const fd = openInput(path);
   const stream = (fd === 0 ? process.stdin : createReadStream('', { fd })).pipe(createGunzip());
   // The unfinished line, in pieces: a line longer than a chunk is joined once, not once per chunk.
   let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  /** Bytes of a too-long line skipped so far (-1: not skipping): a gzip bomb's one endless line is never held. */
+  let skipped = -1;
   let number = 0;
   const emit = function* (bytes: Buffer): Generator<Line> {
     number++;
@@ -489,11 +518,22 @@ export async function* readJsonlGz(path: string): AsyncGenerator<Line> {
     let start = 0;
     for (let newline = chunk.indexOf(10, start); newline >= 0; newline = chunk.indexOf(10, start)) {
       const piece = chunk.subarray(start, newline);
-      yield* emit(pending.length ? Buffer.concat([...pending, piece]) : piece);
+      if (skipped >= 0) {
+        yield tooLong(++number, skipped + piece.length, maxLine);
+        skipped = -1;
+      } else if (pendingBytes + piece.length > maxLine) {
+        yield tooLong(++number, pendingBytes + piece.length, maxLine);
+      } else yield* emit(pending.length ? Buffer.concat([...pending, piece]) : piece);
       pending = [];
+      pendingBytes = 0;
       start = newline + 1;
     }
-    if (start < chunk.length) pending.push(chunk.subarray(start));
+    const rest = chunk.length - start;
+    if (rest <= 0) continue;
+    if (skipped >= 0) skipped += rest;
+    else if (pendingBytes + rest > maxLine) { skipped = pendingBytes + rest; pending = []; pendingBytes = 0; }
+    else { pending.push(chunk.subarray(start)); pendingBytes += rest; }
   }
-  if (pending.length) yield* emit(Buffer.concat(pending));
+  if (skipped >= 0) yield tooLong(++number, skipped, maxLine);
+  else if (pending.length) yield* emit(Buffer.concat(pending));
 }

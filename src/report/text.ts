@@ -6,7 +6,7 @@
 import { basename } from 'node:path';
 import type { Diagnostic } from '../diagnostics.ts';
 import type { LiteralFinding } from '../grammar/lint.ts';
-import type { Disagreement, SplitReport, TrajectoryVerdict } from '../conformance.ts';
+import { partsInWords, type Disagreement, type SplitReport, type TrajectoryVerdict } from '../conformance.ts';
 import type { ExtensionCost, ExtensionSplit } from '../merge.ts';
 import type { RunSummary, Mode } from '../summary.ts';
 import { suitePassed, type SuiteVerdict } from '../conformance.ts';
@@ -54,7 +54,22 @@ export const clip = (text: string, length = 60) => JSON.stringify(text.length > 
  * `merge` in conformance; tagmask's side is always `protocol`.
  */
 export function formatDisagreement(id: unknown, run: Disagreement, side = 'given'): string {
-  return `${visibleId(id)}: ${run.class} tokens [${run.start}, ${run.end}) ${side} ${run.given}, protocol ${run.protocol}: ${side === 'given' ? 'the given mask' : `the ${side}'s mask`} ${run.direction}: …${clip(run.before, 30)} ⟦${clip(run.text, 60)}⟧ ${clip(run.after, 30)}…`;
+  return `${idText(id)}: ${run.class} tokens [${run.start}, ${run.end}) ${side} ${run.given}, protocol ${run.protocol}: ${side === 'given' ? 'the given mask' : `the ${side}'s mask`} ${disagreementWords(run)}: …${clip(run.before, 30)} ⟦${clip(run.text, 60)}⟧ ${clip(run.after, 30)}…`;
+}
+
+/**
+ * What a run does, named by its parts: "trains on environment text: the environment's reply (information)",
+ * "trains the template's "\n" after "<|im_end|>", which the model did not sample", "leaves the end-of-turn
+ * token "<|im_end|>" untrained". Environment text is said only of the environment's replies.
+ */
+export function disagreementWords(run: Disagreement): string {
+  const parts = run.parts ?? [];
+  if (!parts.length) return run.direction;
+  const words = partsInWords(parts);
+  if (run.given === 1) {
+    return parts.every((part) => part.code === 'environment-reply') ? `trains on environment text: ${words}` : `trains ${words}, which the model did not sample`;
+  }
+  return `leaves ${words} untrained`;
 }
 
 /** Said when a mask one shorter than the tokens is read in target space, so nobody reads its indices off by one. */

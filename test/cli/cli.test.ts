@@ -268,8 +268,9 @@ describe.concurrent('tagmask check', { timeout: 60_000 }, () => {
       { start: at + j, end: at + j + 1, given: 1, protocol: 0, direction: 'trains on environment text' },
     ]);
     expect(disagreements[0]).not.toHaveProperty('expected');
-    expect(run.stderr).toContain(`c-single-search-then-answer: mask-mismatch tokens [${at}, ${at + 1}) given 0, protocol 1: the given mask leaves model tokens untrained`);
-    expect(run.stderr).toContain(`c-single-search-then-answer: mask-mismatch tokens [${at + j}, ${at + j + 1}) given 1, protocol 0: the given mask trains on environment text`);
+    // Each run says which part of the protocol its tokens are: the model's think block, the retriever's reply.
+    expect(run.stderr).toContain(`c-single-search-then-answer: mask-mismatch tokens [${at}, ${at + 1}) given 0, protocol 1: the given mask leaves the model's text (think) untrained`);
+    expect(run.stderr).toContain(`c-single-search-then-answer: mask-mismatch tokens [${at + j}, ${at + j + 1}) given 1, protocol 0: the given mask trains on environment text: the environment's reply (information)`);
     expect(run.stderr).toContain('1 run(s) where the given mask trains on environment text');
     expect(run.stderr).toContain('1 run(s) where the given mask leaves model tokens untrained');
   });
@@ -294,7 +295,7 @@ describe.concurrent('tagmask conformance', { timeout: 60_000 }, () => {
     expect(run.code).toBe(1);
     expect(run.stdout).toContain('conformance: disagreements found');
     // the sides are the construction's mask and tagmask's
-    expect(run.stdout).toContain(`${line.id}: mask-mismatch tokens [${j}, ${j + 1}) construction 0, protocol 1: the construction's mask leaves model tokens untrained`);
+    expect(run.stdout).toContain(`${line.id}: mask-mismatch tokens [${j}, ${j + 1}) construction 0, protocol 1: the construction's mask leaves the model's text (think) untrained`);
     const json = jsonLines((await tagmask(['conformance', suite, '--json'])).stdout);
     expect(json[0].disagreements).toMatchObject([{ start: j, end: j + 1, construction: 0, protocol: 1, direction: 'leaves model tokens untrained' }]);
   });

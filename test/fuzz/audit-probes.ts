@@ -421,6 +421,31 @@ await probe('h20-06/09 chat_template.jinja is read and preferred; a range(3e8) t
   const ok = fileWins && named && bomb.code === 1 && lines.length === 2 && bomb.rss < 1024;
   return [ok, `jinja preferred over stale inline ${fileWins} (${out.tokens?.length} tokens, transformers' template ${wanted.length}); bomb: exit ${bomb.code}, ${lines.length} lines, named ${named}, ${bomb.rss.toFixed(0)} MB, ${Date.now() - t} ms`];
 });
+await probe('h20-13 a gzip bomb (one 1.5 GB line from a ~1.5 MB .jsonl.gz) and a 600 MB plain line: that line fails, named; the others go on; memory bounded', async () => {
+  const { createGzip } = await import('node:zlib');
+  const { createWriteStream, openSync, writeSync, closeSync } = await import('node:fs');
+  const bomb = join(dir, 'bomb.jsonl.gz');
+  const gz = createGzip({ level: 9 });
+  const written = new Promise<void>((res) => gz.pipe(createWriteStream(bomb)).on('close', () => res()));
+  gz.write(`${good}\n{"id":"bomb","tokens":[`);
+  const block = Buffer.alloc(1 << 24, '1,');
+  for (let i = 0; i < 90; i++) if (!gz.write(block)) await new Promise<void>((res) => gz.once('drain', () => res()));
+  gz.end(`1]}\n${good}\n`);
+  await written;
+  const a = run(mask([bomb]), { timeout: 600_000 });
+  const outA = jsonl(a.stdout);
+  const plain = join(dir, 'long.jsonl');
+  const fd = openSync(plain, 'w');
+  writeSync(fd, `${good}\n{"id":"long","tokens":[`);
+  for (let i = 0; i < 36; i++) writeSync(fd, block);
+  writeSync(fd, `1]}\n${good}\n`);
+  closeSync(fd);
+  const b = run(mask([plain]), { timeout: 600_000 });
+  rmSync(plain);
+  const outB = jsonl(b.stdout);
+  const holds = (r: typeof a, out: any[], name: string) => r.code === 1 && out.length === 3 && !!out[0].mask && out[1].line === 2 && /longer than/.test(out[1].error ?? '') && !!out[2].mask && r.stderr.includes(`${name}:2:`) && r.rss < 1024;
+  return [holds(a, outA, 'bomb.jsonl.gz') && holds(b, outB, 'long.jsonl'), `gzip: exit ${a.code}, ${outA.length} lines, ${a.rss.toFixed(0)} MB (${(statSync(bomb).size / 1e6).toFixed(1)} MB file); plain 600 MB: exit ${b.code}, ${outB.length} lines, ${b.rss.toFixed(0)} MB; ${(outB[1]?.error ?? b.stderr).slice(0, 120)}`];
+});
 // Issue 20, the Parquet and file-format parts (items 5, 10, 13, 17, 19).
 const isPar1 = (path: string) => { const b = readFileSync(path); return b.length > 8 && b.subarray(0, 4).toString() === 'PAR1' && b.subarray(-4).toString() === 'PAR1'; };
 await probe('h20-19a merge -o x.parquet writes Parquet', () => {

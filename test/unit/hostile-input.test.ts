@@ -12,6 +12,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildByteTable, checkGrammarFile, loadGrammar, loadTokenizer, Masker } from '../../src/index.ts';
 import { resolveGrammarPath } from '../../src/grammar/load.ts';
+import { LineSplitter, readJsonlGz } from '../../src/io/jsonl.ts';
+import { gzipSync } from 'node:zlib';
 import { optionSets } from '../../src/commands/args.ts';
 import { readOptions } from '../../src/io/shapes.ts';
 
@@ -191,6 +193,49 @@ describe('issue 20: tokenizer paths and a cache someone else could write', () =>
     } finally {
       if (previous === undefined) delete process.env.TAGMASK_CACHE;
       else process.env.TAGMASK_CACHE = previous;
+    }
+  });
+});
+
+describe('issue 20: a line longer than a line may be is that line\'s error, never held', () => {
+  const line = (id: number) => JSON.stringify({ id, tokens: [1, 2, 3] });
+  const huge = `{"id":"huge","tokens":[${'1,'.repeat(50_000)}1]}`;
+  const lines = [line(1), huge, line(3), huge, line(5)];
+  const expectRead = (got: Array<{ number: number; error?: string; text: string }>) => {
+    expect(got.map((item) => item.number)).toEqual([1, 2, 3, 4, 5]);
+    expect(got.filter((item) => item.error).map((item) => item.number)).toEqual([2, 4]);
+    expect(got[1].error).toMatch(/^the line is 100,\d{3} bytes, longer than the 65,536 a line may be: skipped$/);
+    expect(got.filter((item) => !item.error).map((item) => item.text)).toEqual([line(1), line(3), line(5)]);
+  };
+
+  it('plain JSONL, in every chunking: the lines before and after go on', () => {
+    for (const chunk of [7, 1000, 1 << 12, 1 << 16]) {
+      const splitter = new LineSplitter(chunk, 1 << 16);
+      const data = Buffer.from(`${lines.join('\n')}\n`);
+      const got: Array<{ number: number; error?: string; text: string }> = [];
+      let at = 0;
+      for (;;) {
+        splitter.release();
+        const into = splitter.space();
+        const read = Math.min(data.length - at, splitter.buffer.length - into, chunk);
+        data.copy(splitter.buffer, into, at, at + read);
+        at += read;
+        for (const item of splitter.lines(read)) got.push({ number: item.number, error: item.error, text: item.text });
+        if (read === 0) break;
+        expect(splitter.buffer.length).toBeLessThanOrEqual(Math.max(chunk, 1 << 16));
+      }
+      expectRead(got);
+    }
+  });
+
+  it('gzip: the same, whether the long line ends the file or not', async () => {
+    for (const text of [`${lines.join('\n')}\n`, `${lines.join('\n')}\n${huge}`]) {
+      const path = join(dir, `long-${++counter}.jsonl.gz`);
+      writeFileSync(path, gzipSync(text));
+      const got: Array<{ number: number; error?: string; text: string }> = [];
+      for await (const item of readJsonlGz(path, 1 << 16)) got.push({ number: item.number, error: item.error, text: item.text });
+      expectRead(got.slice(0, 5));
+      if (text.endsWith(huge)) expect(got[5].error).toMatch(/longer than the 65,536/);
     }
   });
 });
