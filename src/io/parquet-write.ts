@@ -24,6 +24,8 @@ import { JsonlWriter } from './jsonl.ts';
 import { jsonText } from './json.ts';
 
 type Library = {
+  writePageHeader: typeof import('hyparquet-writer/src/datapage.js').writePageHeader;
+  snappyCompress: typeof import('hyparquet-writer/src/snappy.js').snappyCompress;
   ParquetWriter: typeof import('hyparquet-writer').ParquetWriter;
   ByteWriter: typeof import('hyparquet-writer').ByteWriter;
   writeColumn: typeof import('hyparquet-writer/src/column.js').writeColumn;
@@ -33,8 +35,8 @@ type Library = {
 
 let library: Promise<Library> | undefined;
 const load = () => (library ??= (async () => {
-  const [writer, column, dremel, schema] = await Promise.all([import('hyparquet-writer'), import('hyparquet-writer/src/column.js'), import('hyparquet-writer/src/dremel.js'), import('hyparquet/src/schema.js')]);
-  return { ParquetWriter: writer.ParquetWriter, ByteWriter: writer.ByteWriter, writeColumn: column.writeColumn, encodeNestedValues: dremel.encodeNestedValues, getSchemaPath: schema.getSchemaPath };
+  const [writer, column, dremel, schema, datapage, snappy] = await Promise.all([import('hyparquet-writer'), import('hyparquet-writer/src/column.js'), import('hyparquet-writer/src/dremel.js'), import('hyparquet/src/schema.js'), import('hyparquet-writer/src/datapage.js'), import('hyparquet-writer/src/snappy.js')]);
+  return { writePageHeader: datapage.writePageHeader, snappyCompress: snappy.snappyCompress, ParquetWriter: writer.ParquetWriter, ByteWriter: writer.ByteWriter, writeColumn: column.writeColumn, encodeNestedValues: dremel.encodeNestedValues, getSchemaPath: schema.getSchemaPath };
 })());
 
 /**
@@ -279,6 +281,10 @@ export class ParquetRowWriter {
       const simpleList = leafPath.length === 4 && path[2].repetition_type === 'REPEATED' && path[3].repetition_type !== 'REPEATED' && !leaf.num_children;
       const flat = leafPath.length === 2;
       const pageData = simpleList ? listPageData(cells, path) : flat ? flatPageData(cells, leaf) : this.library.encodeNestedValues(leafPath as never, cells as never);
+      if (simpleList && ArrayBuffer.isView(pageData.values)) {
+        out.push({ chunk: this.listChunk(path, pageData as ReturnType<typeof listPageData> & { values: Int32Array | Float32Array | Float64Array }) });
+        continue;
+      }
       // Values are handed over in their physical form already: no conversion (JSON text, unsigned) on the way.
       const element = { ...leaf, converted_type: leaf.converted_type === 'JSON' || leaf.converted_type === 'UTF8' ? undefined : leaf.converted_type };
       const big = simpleList && !(leaf.type === 'BYTE_ARRAY');
@@ -290,6 +296,45 @@ export class ParquetRowWriter {
       out.push(result as never);
     }
     return out;
+  }
+
+  /**
+   * A list-of-numbers column chunk written here: DATA_PAGE_V2 pages of PLAIN values (the typed array's own bytes),
+   * run-length levels, SNAPPY, split at row starts every 2^18 values. hyparquet-writer's generic page writer
+   * checks and appends each value on its own: ~40 % of writing a rollout file.
+   */
+  private listChunk(path: SchemaElement[], data: { values: Int32Array | Float32Array | Float64Array; definitionLevels: Uint8Array; repetitionLevels: Uint8Array; maxDefinitionLevel: number }): Record<string, unknown> {
+    const writer = (this.writer as unknown as { writer: InstanceType<Library['ByteWriter']> & { offset: number } }).writer;
+    const { values, definitionLevels, repetitionLevels, maxDefinitionLevel } = data;
+    const start = writer.offset;
+    const total = values.length;
+    const bytesPer = values.BYTES_PER_ELEMENT;
+    let uncompressed = 0;
+    for (let from = 0; from < total;) {
+      let to = Math.min(total, from + PAGE_VALUES);
+      while (to < total && repetitionLevels[to] !== 0) to++;
+      let rows = 0;
+      for (let i = from; i < to; i++) if (repetitionLevels[i] === 0) rows++;
+      const repetition = rleLevels(repetitionLevels, from, to, 1);
+      const definition = rleLevels(definitionLevels, from, to, 32 - Math.clz32(maxDefinitionLevel));
+      const plain = new Uint8Array(values.buffer, values.byteOffset + from * bytesPer, (to - from) * bytesPer);
+      const compressed = this.library.snappyCompress(plain);
+      const size = repetition.length + definition.length;
+      this.library.writePageHeader(writer as never, {
+        type: 'DATA_PAGE_V2', uncompressed_page_size: size + plain.length, compressed_page_size: size + compressed.length,
+        data_page_header_v2: { num_values: to - from, num_nulls: 0, num_rows: rows, encoding: 'PLAIN', definition_levels_byte_length: definition.length, repetition_levels_byte_length: repetition.length, is_compressed: true },
+      } as never);
+      writer.appendBytes(repetition);
+      writer.appendBytes(definition);
+      writer.appendBytes(compressed);
+      uncompressed += size + plain.length;
+      from = to;
+    }
+    const leaf = path[path.length - 1];
+    return {
+      file_offset: BigInt(start),
+      meta_data: { type: leaf.type, encodings: ['PLAIN', 'RLE'], path_in_schema: path.slice(1).map((element) => element.name), codec: 'SNAPPY', num_values: BigInt(total), total_uncompressed_size: BigInt(uncompressed), total_compressed_size: BigInt(writer.offset - start), data_page_offset: BigInt(start) },
+    };
   }
 
   close(): void {
@@ -511,4 +556,24 @@ function listPageData(cells: unknown[], path: SchemaElement[]) {
     }
   }
   return { values, definitionLevels, repetitionLevels, maxDefinitionLevel };
+}
+
+/** Values per page of the list columns written here. */
+const PAGE_VALUES = 1 << 18;
+
+/** Levels [from, to) in the RLE / bit-packed hybrid, as runs only (levels come in long runs: one per row at most). */
+function rleLevels(levels: Uint8Array, from: number, to: number, width: number): Uint8Array {
+  const out: number[] = [];
+  const valueBytes = (width + 7) >> 3;
+  for (let i = from; i < to;) {
+    const value = levels[i];
+    let end = i + 1;
+    while (end < to && levels[end] === value) end++;
+    let header = (end - i) * 2;
+    while (header >= 0x80) { out.push((header & 0x7f) | 0x80); header = Math.floor(header / 0x80); }
+    out.push(header);
+    for (let b = 0; b < valueBytes; b++) out.push((value >> (8 * b)) & 0xff);
+    i = end;
+  }
+  return new Uint8Array(out);
 }
