@@ -12,10 +12,12 @@ export interface RunSummary {
   directions: Map<string, number>;
   /** check: masks one shorter than their tokens, read in target space. */
   targetFrame: number;
+  /** check: rollouts whose whole mask follows a known pattern, by pattern code (src/patterns.ts). */
+  patterns?: Map<string, number>;
 }
 
 export function newSummary(): RunSummary {
-  return { rollouts: 0, failed: 0, tokens: 0, actionTokens: 0, diagnostics: new Map(), disagreeing: 0, directions: new Map(), targetFrame: 0 };
+  return { rollouts: 0, failed: 0, tokens: 0, actionTokens: 0, diagnostics: new Map(), disagreeing: 0, directions: new Map(), targetFrame: 0, patterns: new Map() };
 }
 
 export function record(summary: RunSummary, result: MaskResult) {

@@ -1,6 +1,8 @@
 /** `check`: the mask a rollout brings against the grammar's, in the framework's own frame and field names. */
 import type { MaskResult } from '../masker.ts';
-import { compareMasks, type Disagreement } from '../conformance.ts';
+import { compareMasks, partsOf, type Disagreement } from '../conformance.ts';
+import { patternOf, type Pattern } from '../patterns.ts';
+import type { ByteTable } from '../tokenizer/table.ts';
 import { fieldIndex, givenInStream } from './shapes.ts';
 import type { MaskContext, Prepared } from './prepare.ts';
 
@@ -23,4 +25,34 @@ export function auditPrepared(context: MaskContext, prepared: Prepared, result: 
       const end = Math.min(run.end, to);
       return start < end ? [{ ...run, start, end, field: fieldIndex(given, start) }] : [];
     });
+}
+
+/**
+ * The pattern the whole mask under audit follows (src/patterns.ts), given one value per token (`given`, input
+ * frame) over the positions [from, to) it covers and the disagreements found there. The stop tokens the
+ * protocol trains are read from tagmask's parts, only when something disagrees.
+ */
+export function patternOfAudit(table: ByteTable, tokens: ArrayLike<number>, given: ArrayLike<number>, result: MaskResult, runs: Disagreement[], from = 0, to = tokens.length): Pattern | undefined {
+  if (!runs.length) return undefined;
+  const stops: number[] = [];
+  // A stop token the protocol trains ends a span of the model's (or opens the trailing text): its last token, named by its part.
+  for (const span of result.spans) {
+    for (const k of [span.end - 1, span.start]) {
+      if (k < from || k >= to || !result.mask[k] || stops.includes(k)) continue;
+      if (partsOf(table, tokens, result, k, k + 1)[0]?.code === 'stop-token') stops.push(k);
+    }
+  }
+  return patternOf({ given, protocol: result.mask, from, to, runs, stops });
+}
+
+/** patternOfAudit for a prepared rollout: its given mask laid on the stream's tokens, over what it covers. */
+export function auditPattern(context: MaskContext, prepared: Prepared, result: MaskResult, runs: Disagreement[]): Pattern | undefined {
+  const given = prepared.rollout.given;
+  const stream = givenInStream(prepared.rollout);
+  if (!given || !stream || !runs.length) return undefined;
+  const from = given.start + given.shift;
+  const to = from + given.values.length;
+  const perToken = new Uint8Array(prepared.rollout.tokens.length);
+  for (let i = from; i < to; i++) perToken[i] = stream.mask[i - stream.shift] ? 1 : 0;
+  return patternOfAudit(context.tokenizer.table, prepared.rollout.tokens, perToken, result, runs, from, to);
 }

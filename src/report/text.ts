@@ -12,6 +12,7 @@ import type { RunSummary, Mode } from '../summary.ts';
 import { suitePassed, type SuiteVerdict } from '../conformance.ts';
 import { textOf, type ByteTable } from '../tokenizer/table.ts';
 import { idText } from '../io/lines.ts';
+import { PATTERN_WORDS, type Pattern, type PatternCode } from '../patterns.ts';
 
 // Characters a terminal acts on instead of showing: C0 and C1 controls (ESC starts colours, titles, screen
 // clears; CR and BS overwrite), DEL, line and paragraph separators, and the bidirectional overrides and
@@ -72,6 +73,14 @@ export function disagreementWords(run: Disagreement): string {
   return `leaves ${words} untrained`;
 }
 
+/** The line before a rollout's runs when its whole mask follows a known pattern. */
+export function formatPattern(id: unknown, pattern: Pattern): string {
+  return `${visibleId(id)}: the given mask follows a pattern (${pattern.code}): ${pattern.words}`;
+}
+
+/** A pattern's short name for the summary: "every stop token untrained". */
+const patternTitle = (code: string) => (PATTERN_WORDS[code as PatternCode] ?? code).split(':')[0];
+
 /** Said when a mask one shorter than the tokens is read in target space, so nobody reads its indices off by one. */
 export function formatFrame(id: unknown, maskLength: number, tokenCount: number): string {
   return `${visibleId(id)}: the mask has ${maskLength} values for ${tokenCount} tokens, read in target space (frame "targets": mask[i] is for token i + 1); token ranges below count tokens`;
@@ -99,6 +108,7 @@ export function formatRunSummary(summary: RunSummary, mode: Mode): string {
   if (mode === 'check') {
     parts.push(`${summary.rollouts - summary.disagreeing} agree, ${summary.disagreeing} disagree`);
     for (const [direction, runs] of summary.directions) parts.push(`${runs} run(s) where the given mask ${direction}`);
+    for (const [code, count] of [...(summary.patterns ?? [])].sort((a, b) => b[1] - a[1])) parts.push(`${count} of ${summary.rollouts} rollouts: ${patternTitle(code)}`);
     if (summary.targetFrame) parts.push(`${summary.targetFrame} mask(s) one shorter than their tokens, read in target space`);
   }
   if (summary.failed) parts.push(`${summary.failed} failed`);

