@@ -12,10 +12,15 @@ export interface RunSummary {
   directions: Map<string, number>;
   /** check: masks one shorter than their tokens, read in target space. */
   targetFrame: number;
+  /** check: disagreeing rollouts that agree under another option value, by `--set` flag ("template_think=0"). */
+  hints?: Map<string, number>;
 }
 
+/** A hint as the `--set` value that applies it: "template_think=0". */
+export const hintFlag = (hint: { option: string; value: number | null }) => `${hint.option}=${hint.value}`;
+
 export function newSummary(): RunSummary {
-  return { rollouts: 0, failed: 0, tokens: 0, actionTokens: 0, diagnostics: new Map(), disagreeing: 0, directions: new Map(), targetFrame: 0 };
+  return { rollouts: 0, failed: 0, tokens: 0, actionTokens: 0, diagnostics: new Map(), disagreeing: 0, directions: new Map(), targetFrame: 0, hints: new Map() };
 }
 
 export function record(summary: RunSummary, result: MaskResult) {
