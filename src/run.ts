@@ -12,15 +12,15 @@ import { parquetColumns, ParquetRowWriter, ParquetValueError, type DeclaredColum
 import { jsonText } from './io/json.ts';
 import { fileFormat } from './io/format.ts';
 import { maskPrepared, prepareRollout, type Prepared } from './io/prepare.ts';
-import { auditPattern, auditPrepared } from './io/audit.ts';
+import { auditPattern, auditPrepared, optionHints } from './io/audit.ts';
 import { actionRuns, spansWithChars, tokenCharOffsets, weighted, type MaskFormat } from './io/mask-forms.ts';
 import { givenInStream, writeBackShaped, type ShapeName } from './io/shapes.ts';
 import { datumJsonLine, datumRow, parseTrajectoryLine } from './io/trajectory.ts';
 import { auditExtension, trajectoryToData } from './merge.ts';
-import { formatDisagreement, formatFrame, formatPattern, formatSplit } from './report/text.ts';
+import { formatDisagreement, formatFrame, formatHints, formatPattern, formatSplit } from './report/text.ts';
 import type { ByteTable } from './tokenizer/table.ts';
 import type { MaskerPool } from './masker.ts';
-import { newSummary, record, type Mode, type RunSummary } from './summary.ts';
+import { hintFlag, newSummary, record, type Mode, type RunSummary } from './summary.ts';
 import type { HtmlReport } from './report/html.ts';
 
 /** What `runRollouts` reports progress to (the CLI's terminal line): bytes read, rollouts and tokens so far. */
@@ -67,6 +67,7 @@ const MASK_COLUMNS = (options: OutputOptions): DeclaredColumn[] => [
 const CHECK_COLUMNS: DeclaredColumn[] = [
   { name: 'agree', kind: 'bool' }, { name: 'tokens', kind: 'int' }, { name: 'shape', kind: 'string' }, { name: 'frame', kind: 'string' },
   { name: 'field', kind: 'string' }, { name: 'pattern', kind: 'json' }, { name: 'disagreements', kind: 'json' }, { name: 'diagnostics', kind: 'json' },
+  { name: 'hints', kind: 'json' },
 ];
 const MERGE_COLUMNS: DeclaredColumn[] = [
   { name: 'datum', kind: 'int' }, { name: 'tokens', kind: 'ids' }, { name: 'target_tokens', kind: 'ids' },
@@ -184,7 +185,9 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
               const frame: Frame = given.shift ? 'targets' : 'tokens';
               const disagreements = auditPrepared(pool, prepared, result)!;
               const pattern = auditPattern(pool, prepared, result, disagreements);
-              sink.write(rollout.id, id, { agree: disagreements.length === 0, tokens: rollout.tokens.length, shape: line.shape, frame, field: given.field, pattern, disagreements, diagnostics: result.diagnostics });
+              // Only a disagreeing rollout is masked again, under the grammar's other option values.
+              const hints = disagreements.length ? optionHints(pool, prepared) : [];
+              sink.write(rollout.id, id, { agree: disagreements.length === 0, tokens: rollout.tokens.length, shape: line.shape, frame, field: given.field, pattern, disagreements, diagnostics: result.diagnostics, hints });
               const stream = givenInStream(rollout)!.mask;
               html?.add(table, { id: rollout.id, tokens: rollout.tokens, result, audit: { mask: stream, frame, disagreements }, source });
               if (disagreements.length) summary.disagreeing++;
@@ -197,6 +200,8 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
                 log(`${source}: ${formatPattern(rollout.id, pattern)}`);
               }
               for (const run of disagreements) log(`${source}: ${formatDisagreement(rollout.id, run)}${line.shape === 'flat' ? '' : ` (${line.shape} ${run.field})`}`);
+              if (hints.length) log(`${source}: ${formatHints(rollout.id, hints)}`);
+              for (const hint of hints) summary.hints?.set(hintFlag(hint), (summary.hints.get(hintFlag(hint)) ?? 0) + 1);
             }
             // Counted only once its line is out: a rollout that failed is never counted as masked.
             record(summary, result);

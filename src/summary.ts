@@ -14,10 +14,15 @@ export interface RunSummary {
   targetFrame: number;
   /** check: rollouts whose whole mask follows a known pattern, by pattern code (src/patterns.ts). */
   patterns?: Map<string, number>;
+  /** check: disagreeing rollouts that agree under another option value, by `--set` flag ("template_think=0"). */
+  hints?: Map<string, number>;
 }
 
+/** A hint as the `--set` value that applies it: "template_think=0". */
+export const hintFlag = (hint: { option: string; value: number | null }) => `${hint.option}=${hint.value}`;
+
 export function newSummary(): RunSummary {
-  return { rollouts: 0, failed: 0, tokens: 0, actionTokens: 0, diagnostics: new Map(), disagreeing: 0, directions: new Map(), targetFrame: 0, patterns: new Map() };
+  return { rollouts: 0, failed: 0, tokens: 0, actionTokens: 0, diagnostics: new Map(), disagreeing: 0, directions: new Map(), targetFrame: 0, patterns: new Map(), hints: new Map() };
 }
 
 export function record(summary: RunSummary, result: MaskResult) {

@@ -53,7 +53,8 @@ export function rolloutCommand(name: 'mask' | 'check'): CommandSpec {
         'each disagreement {"class", "start", "end", "given", "protocol", "direction", "field", …}: given = the line\'s mask, protocol = tagmask\'s;',
         '  direction "trains on environment text" (given 1, protocol 0) or "leaves model tokens untrained" (given 0, protocol 1)',
         'frame "tokens" (mask as long as the tokens) or "targets" (one shorter: mask[i] is for token i + 1); ranges count tokens;',
-        '  field: where the run starts in the line\'s own mask field (response_mask[12])'],
+        '  field: where the run starts in the line\'s own mask field (response_mask[12])',
+        'hints [{"option", "value"}]: for a rollout that disagrees, the grammar\'s option values (--set) under which it agrees fully'],
     flags: {
       grammar: GRAMMAR, tokenizer: TOKENIZER, set: SET, output: OUTPUT_ANY, 'fail-on': FAIL_ON, format: FORMAT,
       ...(mask ? MASK_OUTPUT_FLAGS : { html: { ...HTML, help: 'also write an HTML page: both masks side by side on the text, each disagreement with its direction, diagnostics, filters' } }),

@@ -26,7 +26,7 @@ import type { CommandSpec } from './args.ts';
 import { JsonlWriter } from '../io/jsonl.ts';
 import { errorMessage, idJson, writable } from '../io/lines.ts';
 import { maskPrepared, prepareRollout, type MaskContext } from '../io/prepare.ts';
-import { auditPrepared } from '../io/audit.ts';
+import { auditPattern, auditPrepared, optionHints } from '../io/audit.ts';
 import { actionRuns, spansWithChars, tokenCharOffsets, weighted } from '../io/mask-forms.ts';
 import { isShapeName, readOptions, readShaped, type ShapeName } from '../io/shapes.ts';
 import { isObject } from '../io/json.ts';
@@ -186,7 +186,7 @@ export class Server {
           if (op === 'check') {
             const given = prepared.rollout.given!;
             const disagreements = auditPrepared(context, prepared, result)!;
-            done.push(head + JSON.stringify({ agree: disagreements.length === 0, tokens: prepared.rollout.tokens.length, shape: line.shape, frame: given.shift ? 'targets' : 'tokens', field: given.field, disagreements, diagnostics: result.diagnostics }).slice(1));
+            done.push(head + JSON.stringify({ agree: disagreements.length === 0, tokens: prepared.rollout.tokens.length, shape: line.shape, frame: given.shift ? 'targets' : 'tokens', field: given.field, pattern: auditPattern(context, prepared, result, disagreements), disagreements, diagnostics: result.diagnostics, hints: disagreements.length ? optionHints(context, prepared) : [] }).slice(1));
             continue;
           }
           const out: Record<string, unknown> = {};

@@ -56,3 +56,35 @@ export function auditPattern(context: MaskContext, prepared: Prepared, result: M
   for (let i = from; i < to; i++) perToken[i] = stream.mask[i - stream.shift] ? 1 : 0;
   return patternOfAudit(context.tokenizer.table, prepared.rollout.tokens, perToken, result, runs, from, to);
 }
+
+/** An option value the grammar documents under which a disagreeing rollout's masks agree: `--set option=value`. */
+export interface OptionHint { option: string; value: number | null }
+
+/** At most this many other option values are tried per disagreeing rollout (each is one more masking). */
+export const MAX_HINT_TRIALS = 8;
+
+/**
+ * The option values that make a disagreeing rollout agree fully: each option the grammar documents with a
+ * list of values (0/1 flags), tried one at a time at each value other than the one the rollout was masked
+ * with, at most MAX_HINT_TRIALS in all. Call it only for rollouts that disagree.
+ */
+export function optionHints(context: MaskContext, prepared: Prepared): OptionHint[] {
+  const { rollout } = prepared;
+  const current = context.get(rollout.options).bound.options;
+  const hints: OptionHint[] = [];
+  let trials = 0;
+  for (const [option, spec] of Object.entries(context.grammar.grammar.options)) {
+    for (const value of spec.values ?? []) {
+      if (value === current[option]) continue;
+      if (trials++ >= MAX_HINT_TRIALS) return hints;
+      let result: MaskResult;
+      try {
+        result = context.get({ ...rollout.options, [option]: value }).mask(rollout.tokens, { promptLength: rollout.promptLength });
+      } catch {
+        continue; // a stream this value cannot read is no hint
+      }
+      if (auditPrepared(context, prepared, result)?.length === 0) hints.push({ option, value });
+    }
+  }
+  return hints;
+}

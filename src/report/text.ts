@@ -81,6 +81,12 @@ export function formatPattern(id: unknown, pattern: Pattern): string {
 /** A pattern's short name for the summary: "every stop token untrained". */
 const patternTitle = (code: string) => (PATTERN_WORDS[code as PatternCode] ?? code).split(':')[0];
 
+/** The option values under which a disagreeing rollout's masks agree: "with `--set template_think=0` these masks agree". */
+export function formatHints(id: unknown, hints: Array<{ option: string; value: number | null }>): string {
+  const flags = hints.map((hint) => `\`--set ${hint.option}=${hint.value}\``);
+  return `${visibleId(id)}: with ${flags.length > 1 ? `${flags.slice(0, -1).join(', ')} or ${flags.at(-1)}` : flags[0]} these masks agree`;
+}
+
 /** Said when a mask one shorter than the tokens is read in target space, so nobody reads its indices off by one. */
 export function formatFrame(id: unknown, maskLength: number, tokenCount: number): string {
   return `${visibleId(id)}: the mask has ${maskLength} values for ${tokenCount} tokens, read in target space (frame "targets": mask[i] is for token i + 1); token ranges below count tokens`;
@@ -109,6 +115,10 @@ export function formatRunSummary(summary: RunSummary, mode: Mode): string {
     parts.push(`${summary.rollouts - summary.disagreeing} agree, ${summary.disagreeing} disagree`);
     for (const [direction, runs] of summary.directions) parts.push(`${runs} run(s) where the given mask ${direction}`);
     for (const [code, count] of [...(summary.patterns ?? [])].sort((a, b) => b[1] - a[1])) parts.push(`${count} of ${summary.rollouts} rollouts: ${patternTitle(code)}`);
+    // An option is named when it makes several rollouts agree (or every disagreeing one).
+    for (const [flag, count] of [...(summary.hints ?? [])].sort((a, b) => b[1] - a[1]).slice(0, 3)) {
+      if (count >= 2 || count === summary.disagreeing) parts.push(`${count} of ${summary.rollouts} rollouts agree with --set ${flag}`);
+    }
     if (summary.targetFrame) parts.push(`${summary.targetFrame} mask(s) one shorter than their tokens, read in target space`);
   }
   if (summary.failed) parts.push(`${summary.failed} failed`);
