@@ -449,3 +449,44 @@ describe('integer ids past 2^53 (issue 20 item 10, JSONL)', { timeout: 120_000 }
     expect(run.stderr).toMatch(/big-ids\.jsonl:1: "id" holds an integer past 2\^53/);
   });
 });
+
+describe('tinker write-back puts the mask where tinker trains (issue 20 item 16)', { timeout: 120_000 }, () => {
+  it('--out-format on datums: advantages 0 where the mask is 0, TensorData kept; targets that are not the shifted input fail their line, located', async () => {
+    // Datums from tagmask merge over the sample trajectories: their mask and advantages come from provenance
+    // (which transition wrote each token), the expectation here. Advantage -0.5 (exact in float32) tells it from the mask.
+    const merged = await tagmask(['merge', join(ROOT, 'samples/search-r1-qwen3/trajectories.jsonl')]);
+    const datums = jsonLines(merged.stdout);
+    const pick = (id: string) => datums.find((datum) => datum.id === id);
+    const A = -0.5;
+    const tensor = (data: number[], dtype: string) => ({ data, dtype, shape: [data.length] });
+    const asDatum = (flat: any, trains: number[]) => ({
+      id: flat.id,
+      model_input: { chunks: [{ tokens: flat.tokens, type: 'encoded_text' }] },
+      loss_fn_inputs: {
+        target_tokens: tensor(flat.target_tokens, 'int64'), logprobs: tensor(flat.logprobs, 'float32'),
+        advantages: tensor(trains.map((bit) => (bit ? A : 0)), 'float32'), mask: tensor(trains, 'float32'),
+      },
+    });
+    const three = pick('d-three-searches');
+    const first = three.mask.indexOf(1);
+    // Planted: every target after the first action trains, the search results too.
+    const overTrained = asDatum(three, three.mask.map((bit: number, i: number) => (i >= first ? 1 : bit)));
+    const single = pick('c-single-search-then-answer');
+    const shifted = asDatum(single, single.mask);
+    shifted.loss_fn_inputs.target_tokens.data = single.target_tokens.map((id: number, i: number) => (i === 5 ? id + 1 : id));
+    const plain = { ...single, advantages: single.mask.map((bit: number) => (bit ? A : 0)) };
+    const input = file('datums.jsonl', `${[overTrained, shifted, plain].map((line) => JSON.stringify(line)).join('\n')}\n`);
+    const run = await tagmask([...MASK, '--out-format', input]);
+    expect(run.code).toBe(1);
+    const out = jsonLines(run.stdout);
+    expect(out).toHaveLength(3);
+    const expected = asDatum(three, three.mask);
+    expect(out[0].loss_fn_inputs.advantages).toEqual(expected.loss_fn_inputs.advantages);
+    expect(out[0].loss_fn_inputs.mask).toEqual(expected.loss_fn_inputs.mask);
+    expect(out[0]).toEqual(expected);
+    expect(out[1]).toMatchObject({ id: 'c-single-search-then-answer', line: 2 });
+    expect(out[1].error).toMatch(new RegExp(`^loss_fn_inputs\\.target_tokens\\[5\\] is ${single.target_tokens[5] + 1} but input token 6 is ${single.tokens[6]}`));
+    expect(run.stderr).toMatch(/datums\.jsonl:2: loss_fn_inputs\.target_tokens\[5\]/);
+    expect(out[2]).toEqual(plain);
+  });
+});
