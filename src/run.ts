@@ -173,7 +173,7 @@ export async function runRollouts(pool: MaskerPool, options: RunOptions): Promis
         const source = `${where}:${item.number}`;
         let rolloutId: unknown;
         try {
-          const { line, value } = readRecord(item, options.format, mode === 'check');
+          const { line, value } = readRecord(item, options.format, mode === 'check', mode === 'mask' && options.outFormat);
           // Every rollout of the record is masked before anything is written: a failure writes nothing half-done.
           const done: Array<{ prepared: Prepared; result: MaskResult; id: string }> = [];
           for (const rollout of line.rollouts) {

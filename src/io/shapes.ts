@@ -32,7 +32,7 @@
  *   `{tokens, target_tokens, mask}`.
  */
 import type { OptionValues } from '../scan/bind.ts';
-import { isObject, ShapeError, tokenArray } from './json.ts';
+import { isObject, jsonText, ShapeError, tokenArray } from './json.ts';
 import { checkShiftedTargets, tinkerTensor, writeTinkerInputs } from './tinker.ts';
 
 export type ShapeName =
@@ -100,7 +100,7 @@ export function maskValues(value: unknown, field: string): number[] {
     // Float masks (tinker, SkyRL write 0.0/1.0) and booleans (prime-rl) are accepted; anything else is an error.
     if (item === 0 || item === 1) return item;
     if (item === true || item === false) return item ? 1 : 0;
-    throw new ShapeError(`${field}[${i}]: expected 0 or 1, got ${JSON.stringify(item)}`);
+    throw new ShapeError(`${field}[${i}]: expected 0 or 1, got ${jsonText(item)}`);
   });
 }
 
@@ -108,7 +108,7 @@ export function readOptions(value: unknown): OptionValues {
   if (value === undefined) return {};
   if (!isObject(value)) throw new ShapeError('"options" must be an object of grammar option values');
   for (const [key, item] of Object.entries(value)) {
-    if (item !== null && typeof item !== 'number') throw new ShapeError(`options.${key}: expected a number or null, got ${JSON.stringify(item)}`);
+    if (item !== null && typeof item !== 'number') throw new ShapeError(`options.${key}: expected a number or null, got ${jsonText(item)}`);
   }
   return value as OptionValues;
 }
@@ -134,7 +134,7 @@ export function modelInputTokens(value: unknown, field: string): number[] {
   const ids: number[] = [];
   value.chunks.forEach((chunk, k) => {
     if (!isObject(chunk) || (chunk.type !== undefined && chunk.type !== 'encoded_text')) {
-      throw new ShapeError(`${field}.chunks[${k}]: only encoded_text chunks hold token ids (got ${JSON.stringify(isObject(chunk) ? chunk.type : chunk)})`);
+      throw new ShapeError(`${field}.chunks[${k}]: only encoded_text chunks hold token ids (got ${jsonText(isObject(chunk) ? chunk.type : chunk)})`);
     }
     for (const id of tokenArray(chunk.tokens, `${field}.chunks[${k}].tokens`)) ids.push(id);
   });
@@ -145,7 +145,7 @@ export function modelInputTokens(value: unknown, field: string): number[] {
 export function promptLengthOf(value: Json, tokenCount: number): number {
   if (value.prompt_length === undefined) return -1;
   const length = value.prompt_length;
-  if (typeof length !== 'number' || !Number.isInteger(length) || length < 0) throw new ShapeError(`prompt_length: expected a non-negative integer, got ${JSON.stringify(length)}`);
+  if (typeof length !== 'number' || !Number.isInteger(length) || length < 0) throw new ShapeError(`prompt_length: expected a non-negative integer, got ${jsonText(length)}`);
   if (length > tokenCount) throw new ShapeError(`prompt_length ${length} is longer than the rollout (${tokenCount} tokens)`);
   return length;
 }
@@ -356,7 +356,7 @@ export const SHAPES: ShapeSpec[] = [
       const tokens = tokenArray(value.tokens, 'tokens');
       const length = value.response_length;
       if (typeof length !== 'number' || !Number.isInteger(length) || length < 0 || length > tokens.length) {
-        throw new ShapeError(`response_length: expected an integer in [0, ${tokens.length}], got ${JSON.stringify(length)}`);
+        throw new ShapeError(`response_length: expected an integer in [0, ${tokens.length}], got ${jsonText(length)}`);
       }
       const start = tokens.length - length;
       // slime's loss_mask None means every response token is trained.

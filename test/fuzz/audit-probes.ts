@@ -468,6 +468,15 @@ await probe('h20-16 tinker --out-format: advantages (what trains) zeroed where t
   const ok = r.code === 1 && out.length === 2 && !!trainsWhereMask && out[1].line === 2 && /target_tokens\[3\] is /.test(out[1].error ?? '');
   return [ok, `exit ${r.code}; advantages follow the mask: ${!!trainsWhereMask}; line 2: ${(out[1]?.error ?? '').slice(0, 100)}`];
 });
+await probe('h20-10b --out-format from JSONL: a step/uid past 2^53 beside the ids comes back digit for digit, or the line fails', () => {
+  const P = goodObj.mask.indexOf(1);
+  const line = `{"id":"v","step":9007199254740993,"uid":18446744073709551615,"prompt_ids":${JSON.stringify(goodObj.tokens.slice(0, P))},"response_ids":${JSON.stringify(goodObj.tokens.slice(P))}}`;
+  const r = run(mask(['--out-format', file('h20-10b.jsonl', `${line}\n`)]));
+  const out = r.stdout.split('\n').filter(Boolean);
+  const exact = out.length === 1 && out[0].startsWith('{"id":"v","step":9007199254740993,"uid":18446744073709551615,');
+  const failed = out.length === 1 && /"line":1,"error"/.test(out[0]);
+  return [exact || failed, `exit ${r.code}; ${(out[0] ?? '').slice(0, 90)}`];
+});
 // Issue 20, the Parquet and file-format parts (items 5, 10, 13, 17, 19).
 const isPar1 = (path: string) => { const b = readFileSync(path); return b.length > 8 && b.subarray(0, 4).toString() === 'PAR1' && b.subarray(-4).toString() === 'PAR1'; };
 await probe('h20-19a merge -o x.parquet writes Parquet', () => {
