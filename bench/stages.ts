@@ -135,7 +135,7 @@ async function main() {
     for (const s of STAGES) stageMs[s] = Math.min(stageMs[s], pass.stages[s]);
     jsonParseMs = Math.min(jsonParseMs, (await jsonParsePass(input)).parseMs);
     const t = now();
-    await runRollouts(pool, input, output, 'mask', () => {});
+    await runRollouts(pool, { input, output });
     runRolloutsMs = Math.min(runRolloutsMs, now() - t);
   }
   const round = (x: number) => +x.toFixed(1);

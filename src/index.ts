@@ -33,7 +33,7 @@ export type { ShapeName, ShapedLine, ShapedRollout, TokenRollout, TextRollout, M
 export { MaskerPool } from './masker.ts';
 export { findSuites, readSuite, proveSuite } from './suites.ts';
 export { suitePassed, type Suite, type SuiteVerdict, type RolloutVerdict } from './conformance.ts';
-export { runRollouts, runMerge } from './run.ts';
+export { runRollouts, runMerge, type RunOptions } from './run.ts';
 export type { RunSummary } from './summary.ts';
 
 // Diagnostics: the registry, and the words and JSON records made from it.

@@ -134,13 +134,29 @@ function maskFields(table: ByteTable, prepared: Prepared, result: MaskResult, op
 /** A mask as `--out-format` writes it into the framework's field: 0/1, or weights with `--observation-weight`. */
 const outMask = (mask: Uint8Array, options: OutputOptions): ArrayLike<number> => (options.observationWeight !== undefined ? weighted(mask, options.observationWeight) : mask);
 
-const NO_OPTIONS: OutputOptions = {};
+/** What `runRollouts` reads, writes and tells: named, since most callers leave most of them out. */
+export interface RunOptions extends OutputOptions {
+  /** A file (JSONL, .jsonl.gz or Parquet) or `-` for stdin. */
+  input: string;
+  /** A file (JSONL, .jsonl.gz or Parquet; written whole or not at all), or stdout when left out. */
+  output?: string;
+  /** `mask` (masks out) or `check` (verdicts on the masks the rollouts bring); `mask` when left out. */
+  mode?: Mode;
+  /** Messages for people (a failed line, a disagreement), one line each, without the newline. */
+  log?: (line: string) => void;
+  /** Every rollout also goes onto this page. */
+  html?: HtmlReport;
+  progress?: Progress;
+}
+
+const silent = (): void => {};
 
 /**
  * Stream rollouts from `input` (JSONL, .jsonl.gz or Parquet; any shape of src/io/shapes.ts) through the masker
  * into `output` (JSONL, .jsonl.gz or Parquet); every rollout also goes into `html` when given.
  */
-export async function runRollouts(pool: MaskerPool, input: string, output: string | undefined, mode: Mode, log: (line: string) => void, html?: HtmlReport, progress?: Progress, options: OutputOptions = NO_OPTIONS): Promise<RunSummary> {
+export async function runRollouts(pool: MaskerPool, options: RunOptions): Promise<RunSummary> {
+  const { input, output, mode = 'mask', log = silent, html, progress } = options;
   const sink = await openSink(output, input, mode === 'check' ? CHECK_COLUMNS : options.outFormat ? 'input' : MASK_COLUMNS(options));
   const summary = newSummary();
   const where = input === '-' ? '<stdin>' : input;
@@ -157,7 +173,7 @@ export async function runRollouts(pool: MaskerPool, input: string, output: strin
         const source = `${where}:${item.number}`;
         let rolloutId: unknown;
         try {
-          const { line, value } = readRecord(item, options.format, mode === 'check');
+          const { line, value } = readRecord(item, options.format, mode === 'check', mode === 'mask' && options.outFormat);
           // Every rollout of the record is masked before anything is written: a failure writes nothing half-done.
           const done: Array<{ prepared: Prepared; result: MaskResult; id: string }> = [];
           for (const rollout of line.rollouts) {

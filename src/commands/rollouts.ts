@@ -73,7 +73,7 @@ export function rolloutCommand(name: 'mask' | 'check'): CommandSpec {
       const progress = new ProgressLine(inputSize(args.input()));
       // A message clears the progress line first; the next update draws it again below.
       const logAbove = (line: string) => { progress.done(); log(line); };
-      const summary = await runRollouts(pool, args.input(), args.string('output'), name, logAbove, html, progress, outputOptions(args, mask));
+      const summary = await runRollouts(pool, { ...outputOptions(args, mask), input: args.input(), output: args.string('output'), mode: name, log: logAbove, html, progress });
       log(formatRunSummary(summary, name));
       if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlOutput!, html))}`);
       return rolloutsFailed(summary, args.string('fail-on')!) ? 1 : 0;

@@ -19,7 +19,7 @@ async function maskSamples(suites: Suite[], outDir: string, log: (line: string) 
     if (suite.rollouts) {
       const output = join(outDir, `${suite.name}.masks.jsonl`);
       const started = performance.now();
-      const summary = await runRollouts(pool, suite.rollouts, output, 'mask', log);
+      const summary = await runRollouts(pool, { input: suite.rollouts, output, log });
       log(`${suite.name}: ${formatRunSummary(summary, 'mask')} → ${output} in ${(performance.now() - started).toFixed(0)} ms`);
       if (summary.failed) passed = false;
     }

@@ -179,8 +179,8 @@ export function checkGrammar(grammar: Grammar): GrammarIssue[] {
       else if (reply.close.includes(reply.open)) add('literal-overlap', `${path}.close`, { rule: 'contains', literal: reply.close, otherPath: `${path}.open`, other: reply.open });
       else if (reply.open.includes(reply.close)) add('literal-overlap', `${path}.open`, { rule: 'contains', literal: reply.open, otherPath: `${path}.close`, other: reply.close });
     }
-    if (typeof reply.max_tokens === 'string' && !Object.hasOwn(grammar.options, reply.max_tokens.slice(1))) {
-      add('unknown-option', `${path}.max_tokens`, { name: reply.max_tokens.slice(1), known: options });
+    if (typeof reply.max_tokens === 'string' && !Object.hasOwn(grammar.options, reply.max_tokens)) {
+      add('unknown-option', `${path}.max_tokens`, { name: reply.max_tokens, known: options });
     }
     if (reply.ends_before !== undefined && !modelLiterals(grammar).some((item) => item.literal === reply.ends_before)) {
       add('reply-shape', `${path}.ends_before`, { rule: 'ends-before-not-model', literal: reply.ends_before });

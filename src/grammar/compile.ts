@@ -190,7 +190,7 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
       closeOptionalWhen: reply.close_then_optional_when,
       closeOptionalRules: reply.close_then_optional_rules,
       repeats: reply.repeats,
-      budget: typeof reply.max_tokens === 'string' ? reply.max_tokens.slice(1) : reply.max_tokens,
+      budget: reply.max_tokens,
       event: columnOf('REPLY', replyNames.indexOf(name)),
     };
   });

@@ -34,7 +34,7 @@ export interface PromptSpec {
   ends_after: string[];
   /** Text the chat template may append after that header (an inserted empty think block): prompt too. */
   then_optional: string[];
-  /** `"$option"`: `then_optional` applies only while this option is 1 (does the template insert it?). */
+  /** The option (`"$name"` in the file) under which `then_optional` applies: only while it is 1 (does the template insert it?). */
   optional_when?: string;
   /** Per `then_optional` literal, the option that switches it (`{"text", "when"}` items, else `optional_when`). */
   then_optional_when: Array<string | undefined>;
@@ -99,7 +99,7 @@ export interface ReplySpec {
   /** The reply ends where this literal starts; the literal is the model's (ReAct's `Thought:`). */
   ends_before?: string;
   close_then_optional: string[];
-  /** `"$option"`: `close_then_optional` applies only while this option is 1. */
+  /** The option (`"$name"` in the file) under which `close_then_optional` applies: only while it is 1. */
   optional_when?: string;
   /** Per `close_then_optional` literal, the option that switches it (`{"text", "when"}` items, else `optional_when`). */
   close_then_optional_when: Array<string | undefined>;
@@ -114,8 +114,17 @@ export interface ReplySpec {
   text?: string;
   /** Recognised anywhere in a model turn, not only after a handover (the model's turn end is invisible). */
   interrupts: boolean;
-  /** Token budget: a number or `$option`. The environment cut the reply after this many tokens. */
+  /** Token budget: a number, or the name of the option holding it (`"$name"` in the file). The environment cut the reply after this many tokens. */
   max_tokens?: number | string;
+}
+
+/**
+ * The option a `"$name"` reference names, or undefined when `value` is no reference. The one place a grammar's
+ * `$` is read: every field of a read Grammar holds bare option names (`optional_when`, `when`, `unless`,
+ * `overlap_when`, `max_tokens`), so check.ts and compile.ts never strip it again.
+ */
+export function optionReference(value: unknown): string | undefined {
+  return typeof value === 'string' ? /^\$(\w+)$/.exec(value)?.[1] : undefined;
 }
 
 export interface ShapeIssue { path: string; message: string }
@@ -176,11 +185,12 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
     });
     return out;
   };
-  const optionReference = (object: Record<string, Json>, path: string): string | undefined => {
+  const optionalWhen = (object: Record<string, Json>, path: string): string | undefined => {
     const field = object.optional_when;
     if (field === undefined) return undefined;
-    if (typeof field !== 'string' || !/^\$\w+$/.test(field)) { issue(`${path}.optional_when`, 'expected "$option"'); return undefined; }
-    return field.slice(1);
+    const option = optionReference(field);
+    if (option === undefined) issue(`${path}.optional_when`, 'expected "$option"');
+    return option;
   };
   /**
    * A list of optional literals: strings (switched by the list's `optional_when`) or
@@ -194,7 +204,7 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
     const rules: OptionalRule[] = [];
     if (field === undefined) return { texts, when, rules };
     if (!Array.isArray(field)) { issue(here, 'expected an array of literals or {"text", "when"} objects'); return { texts, when, rules }; }
-    const isOption = (value: Json | undefined) => value === undefined || (typeof value === 'string' && /^\$\w+$/.test(value));
+    const isOption = (value: Json | undefined) => value === undefined || optionReference(value) !== undefined;
     field.forEach((item, index) => {
       if (typeof item === 'string' && item.length > 0) { texts.push(item); when.push(listWhen); rules.push({ ends_token: false }); return; }
       if (isObject(item)) {
@@ -207,8 +217,8 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
         if (endsToken !== undefined && typeof endsToken !== 'boolean') { issue(`${at}.ends_token`, 'expected true or false'); return; }
         if (followedBy !== undefined && (typeof followedBy !== 'string' || followedBy.length === 0)) { issue(`${at}.followed_by`, 'expected a non-empty string'); return; }
         texts.push(text);
-        when.push(condition === undefined ? listWhen : (condition as string).slice(1));
-        rules.push({ unless: unless === undefined ? undefined : (unless as string).slice(1), ends_token: endsToken === true, followed_by: followedBy as string | undefined });
+        when.push(condition === undefined ? listWhen : optionReference(condition));
+        rules.push({ unless: optionReference(unless), ends_token: endsToken === true, followed_by: followedBy as string | undefined });
         return;
       }
       issue(`${here}[${index}]`, 'expected a non-empty string or {"text", "when": "$option"}');
@@ -261,9 +271,9 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
   if (!isObject(value.prompt)) issue(value.prompt === undefined ? '' : 'prompt', value.prompt === undefined ? 'missing "prompt"' : 'expected an object');
   else {
     unknownKeys(value.prompt, ['ends_after', 'then_optional', 'optional_when'], 'prompt');
-    const optionalWhen = optionReference(value.prompt, 'prompt');
-    const optional = optionalLiterals(value.prompt, 'then_optional', 'prompt', optionalWhen);
-    prompt = { ends_after: strings(value.prompt, 'ends_after', 'prompt'), then_optional: optional.texts, optional_when: optionalWhen, then_optional_when: optional.when, then_optional_rules: optional.rules };
+    const listWhen = optionalWhen(value.prompt, 'prompt');
+    const optional = optionalLiterals(value.prompt, 'then_optional', 'prompt', listWhen);
+    prompt = { ends_after: strings(value.prompt, 'ends_after', 'prompt'), then_optional: optional.texts, optional_when: listWhen, then_optional_when: optional.when, then_optional_rules: optional.rules };
   }
 
   const tags: Record<string, TagSpec> = Object.create(null);
@@ -299,12 +309,12 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
     }
     const overlap = string(spec, 'overlap', path, false);
     if (overlap !== undefined && (after === undefined || !after.endsWith(overlap))) issue(`${path}.overlap`, 'expected the last part of "after" (the stop string\'s part that opens the next reply)');
-    const overlapWhen = spec.overlap_when;
-    if (overlapWhen !== undefined && (typeof overlapWhen !== 'string' || !/^\$\w+$/.test(overlapWhen) || overlap === undefined)) issue(`${path}.overlap_when`, 'expected "$option", with "overlap"');
+    const overlapWhen = optionReference(spec.overlap_when);
+    if (spec.overlap_when !== undefined && (overlapWhen === undefined || overlap === undefined)) issue(`${path}.overlap_when`, 'expected "$option", with "overlap"');
     handovers.push({
       after, after_tag: afterTag, replies: strings(spec, 'replies', path), ends_episode: spec.ends_episode === true, model_stops: spec.model_stops === true,
       model_continues: strings(spec, 'model_continues', path),
-      overlap, overlap_when: typeof overlapWhen === 'string' && overlap !== undefined ? overlapWhen.slice(1) : undefined,
+      overlap, overlap_when: overlap !== undefined ? overlapWhen : undefined,
     });
   });
 
@@ -314,14 +324,14 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
     const path = joinPath('replies', key);
     if (!isObject(spec)) { issue(path, 'expected a reply object'); continue; }
     unknownKeys(spec, ['open', 'close', 'ends_before', 'close_then_optional', 'optional_when', 'text', 'interrupts', 'max_tokens', 'repeats', 'reopens'], path);
-    const optionalWhen = optionReference(spec, path);
-    const optional = optionalLiterals(spec, 'close_then_optional', path, optionalWhen);
+    const listWhen = optionalWhen(spec, path);
+    const optional = optionalLiterals(spec, 'close_then_optional', path, listWhen);
     const reply: ReplySpec = {
       open: string(spec, 'open', path, false),
       close: string(spec, 'close', path, false),
       ends_before: string(spec, 'ends_before', path, false),
       close_then_optional: optional.texts,
-      optional_when: optionalWhen,
+      optional_when: listWhen,
       close_then_optional_when: optional.when,
       close_then_optional_rules: optional.rules,
       text: string(spec, 'text', path, false),
@@ -335,7 +345,7 @@ export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssu
     const budget = spec.max_tokens;
     if (budget !== undefined) {
       if (typeof budget === 'number' && Number.isInteger(budget) && budget > 0 && budget <= MAX_BUDGET) reply.max_tokens = budget;
-      else if (typeof budget === 'string' && /^\$\w+$/.test(budget)) reply.max_tokens = budget;
+      else if (optionReference(budget) !== undefined) reply.max_tokens = optionReference(budget);
       else issue(`${path}.max_tokens`, `expected an integer from 1 to ${MAX_BUDGET} or "$option"`);
     }
     replies[key] = reply;

@@ -387,6 +387,35 @@ describe('meaning errors', () => {
     // `"max_tokens"` 57-68, `:` 69, value 71
     expect(where(errors[0])).toBe('7:71');
   });
+  // Every place a grammar names an option with "$name": each undeclared one is reported under its own path,
+  // named without the "$" (the file's spelling is "$name", the option is "name").
+  it('every "$option" reference, undeclared, is reported at its own path by its bare name', () => {
+    const file = fixture([
+      '{',
+      '  "name": "t",',
+      '  "prompt": { "ends_after": ["<a>"], "then_optional": ["<p>", { "text": "<q>", "when": "$o2", "unless": "$o3" }], "optional_when": "$o1" },',
+      '  "tags": { "call": { "open": "<call>", "close": "</call>" } },',
+      '  "handovers": [ { "after": "</call><o>", "overlap": "<o>", "overlap_when": "$o4", "replies": ["obs"] } ],',
+      '  "replies": {',
+      '    "obs": { "open": "<o>", "close": "</o>", "max_tokens": "$o5", "optional_when": "$o6",',
+      '             "close_then_optional": ["<r>", { "text": "<s>", "when": "$o7", "unless": "$o8" }] }',
+      '  }',
+      '}',
+    ]);
+    const unknown = checkGrammarFile(file).issues.filter((issue) => issue.code === 'unknown-option');
+    expect(unknown.map((issue) => [issue.path, issue.message.match(/no option named "?(\$?\w+)/)?.[1]]).sort()).toEqual([
+      ['handovers[0].overlap_when', 'o4'],
+      ['prompt.optional_when', 'o1'],
+      ['prompt.then_optional[0]', 'o1'],
+      ['prompt.then_optional[1]', 'o2'],
+      ['prompt.then_optional[1].unless', 'o3'],
+      ['replies.obs.close_then_optional[0]', 'o6'],
+      ['replies.obs.close_then_optional[1]', 'o7'],
+      ['replies.obs.close_then_optional[1].unless', 'o8'],
+      ['replies.obs.max_tokens', 'o5'],
+      ['replies.obs.optional_when', 'o6'],
+    ]);
+  });
 });
 
 describe('bundled grammars', () => {
