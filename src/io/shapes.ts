@@ -586,10 +586,19 @@ const TRL = SHAPES.find((shape) => shape.name === 'trl')!;
 
 /**
  * verifiers' `prompt_mask` is a loss mask over the prompt (all 0); TRL's GRPO rows carry a `prompt_mask` too, its
- * attention mask (1 on every prompt token). A row with a 1 in it, or with TRL's `tool_mask`, is TRL's.
+ * attention mask (left padding 0, then 1 on every prompt token). A row with TRL's `tool_mask`, or whose prompt_mask
+ * is an attention mask (0…0 1…1, ending in 1), is TRL's; 1s elsewhere are a verifiers loss mask gone wrong, to check.
  */
 function isTrlRow(value: Json): boolean {
-  return value.tool_mask !== undefined || (Array.isArray(value.prompt_mask) && value.prompt_mask.some((bit) => bit === 1 || bit === true));
+  if (value.tool_mask !== undefined) return true;
+  const mask = value.prompt_mask;
+  if (!Array.isArray(mask) || !mask.length) return false;
+  const one = (bit: unknown) => bit === 1 || bit === true;
+  let k = 0;
+  while (k < mask.length && !one(mask[k])) k++;
+  if (k === mask.length) return false;
+  for (; k < mask.length; k++) if (!one(mask[k])) return false;
+  return true;
 }
 
 /** The line with its mask written back in its own frame and field names (`--out-format`). */
