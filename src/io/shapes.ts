@@ -48,6 +48,12 @@ export interface GivenMask {
   /** Stream position of `values[0]`'s token (for shift 1: `values[i]` belongs to token start + i + 1). */
   start: number;
   shift: 0 | 1;
+  /**
+   * The mask over padding the stream leaves out (verl's padded batch: response positions whose attention_mask
+   * is 0), with those positions' ids; `values[values.length + k]` of the field is `padding.values[k]`. The
+   * audit reports a 1 there as padding trained (verl#3805).
+   */
+  padding?: { values: number[]; ids: number[] };
 }
 
 /** One rollout read from a token shape: one stream of ids, where its prompt ends, and its given mask. */
@@ -247,12 +253,17 @@ export const SHAPES: ShapeSpec[] = [
       while (responseLength < responses.length && attention[prompts.length + responseLength] === 1) responseLength++;
       for (let i = responseLength; i < responses.length; i++) if (attention[prompts.length + i] !== 0) throw new ShapeError(`attention_mask[${prompts.length + i}]: 1 after the response's padding began (verl pads responses on the right only)`);
       let mask: number[] | undefined;
+      let padding: number[] | undefined;
       if (value.response_mask !== undefined) {
         const full = maskValues(value.response_mask, 'response_mask');
         sameLength(full, 'response_mask', responses, 'responses');
         mask = full.slice(0, responseLength);
+        padding = full.slice(responseLength);
       }
-      return [promptResponse(id, options, prompts.slice(promptStart), responses.slice(0, responseLength), mask, 'response_mask')];
+      const rollout = promptResponse(id, options, prompts.slice(promptStart), responses.slice(0, responseLength), mask, 'response_mask');
+      // The response's padding is not part of the stream, but its mask is still checked: a 1 there trains padding.
+      if (rollout.given && padding?.length) rollout.given.padding = { values: padding, ids: responses.slice(responseLength) };
+      return [rollout];
     },
     writeBack(value, [rollout], [mask]) {
       const responses = (value.responses as unknown[]).length;

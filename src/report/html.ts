@@ -17,7 +17,9 @@ import { gzipSync } from 'node:zlib';
 import type { MaskResult } from '../masker.ts';
 import type { Disagreement, DisagreementClass, Direction, Frame } from '../conformance.ts';
 import { KNOWN, SPECIAL, pieceOf, type ByteTable } from '../tokenizer/table.ts';
-import { PAGE_SCRIPT, PAGE_STYLE } from './html-page.ts';
+import { PAGE_STYLE } from './html-page.ts';
+import { PAGE_SCRIPT } from './page-script.ts';
+import type { PageData, PageRollout } from './page-data.ts';
 import { JsonlWriter } from '../io/jsonl.ts';
 import { idText } from '../io/lines.ts';
 
@@ -48,7 +50,7 @@ export interface HtmlReportOptions {
 }
 
 const CLASSES: DisagreementClass[] = ['mask-mismatch', 'straddling-token'];
-const DIRECTIONS: Direction[] = ['trains on environment text', 'leaves model tokens untrained'];
+const DIRECTIONS: [Direction, Direction] = ['trains on environment text', 'leaves model tokens untrained'];
 /** 64 characters that need no escaping in JSON or HTML: the token code's alphabet. */
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 const ALPHABET_CODES = Uint8Array.from(ALPHABET, (char) => char.charCodeAt(0));
@@ -108,7 +110,7 @@ export class HtmlReport {
     const summary = this.summary;
     summary.rollouts++;
     if (rollout.error !== undefined) summary.failed++;
-    const item: Record<string, unknown> = { i: rollout.id === undefined || rollout.id === null ? '' : idText(rollout.id) };
+    const item: PageRollout = { i: rollout.id === undefined || rollout.id === null ? '' : idText(rollout.id), t: '' };
     if (rollout.group !== undefined) item.g = this.indexOf(this.groups, this.groupIndex, rollout.group);
     if (rollout.source !== undefined) item.src = rollout.source;
     item.t = this.encodeTokens(table, rollout.tokens);
@@ -194,11 +196,12 @@ export class HtmlReport {
   /** The page. */
   render(): string {
     const { options } = this;
-    const json = `{"title":${JSON.stringify(options.title)},"side":${JSON.stringify(options.side ?? 'given')},`
-      + `"classes":${JSON.stringify(CLASSES)},"directions":${JSON.stringify(DIRECTIONS)},"alphabet":${JSON.stringify(ALPHABET)},`
-      + `"pieces":${JSON.stringify(this.pieces)},"ids":${JSON.stringify(this.ids)},"special":${JSON.stringify(this.special)},"unknown":${JSON.stringify(this.unknown)},`
-      + `"kinds":${JSON.stringify(this.kinds)},"codes":${JSON.stringify(this.codes)},"groups":${JSON.stringify(this.groups)},`
-      + `"rollouts":[${this.rollouts.join(',')}]}`;
+    const head: Omit<PageData, 'rollouts'> = {
+      title: options.title, side: options.side ?? 'given', classes: CLASSES, directions: DIRECTIONS, alphabet: ALPHABET,
+      pieces: this.pieces, ids: this.ids, special: this.special, unknown: this.unknown, kinds: this.kinds, codes: this.codes, groups: this.groups,
+    };
+    // The rollouts were stringified as they came (add): spliced in as text, not parsed and written again.
+    const json = `${JSON.stringify(head).slice(0, -1)},"rollouts":[${this.rollouts.join(',')}]}`;
     const compress = options.compress === true || (options.compress !== false && json.length > COMPRESS_ABOVE);
     // Unicode escapes keep the block inert; gzip + base64 has no character that needs it.
     const data = compress ? gzipSync(json, { level: 6 }).toString('base64') : inertJson(json);

@@ -16,6 +16,7 @@ import { glmCases, GLM_TARGETS } from '../../samples/build/glm.ts';
 import { gemma3Cases, GEMMA3_TARGETS } from '../../samples/build/gemma3.ts';
 import { mistralCases, MISTRAL_TARGETS } from '../../samples/build/mistral.ts';
 import { minimaxCases, MINIMAX_TARGETS } from '../../samples/build/minimax.ts';
+import { kimiCases, KIMI_TARGETS } from '../../samples/build/kimi.ts';
 
 const TARGETS = [
   ...HARMONY_TARGETS.map((target) => ({ target, cases: () => harmonyCases(target.tokenizer === 'gptoss') })),
@@ -26,6 +27,7 @@ const TARGETS = [
   ...GEMMA3_TARGETS.map((target) => ({ target, cases: gemma3Cases })),
   ...MISTRAL_TARGETS.map((target) => ({ target, cases: mistralCases })),
   ...MINIMAX_TARGETS.map((target) => ({ target, cases: minimaxCases })),
+  ...KIMI_TARGETS.map((target) => ({ target, cases: kimiCases })),
 ];
 
 const lines = (folder: string, file: string) => readFileSync(path.join(SAMPLES_DIR, folder, file), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
@@ -82,6 +84,14 @@ describe.each(TARGETS)('samples/$target.folder', ({ target, cases }) => {
       for (const b of built) {
         for (const s of b.segments.filter((segment) => segment.kind === 'observation')) expect(s.text).toMatch(/^\n\]~b\][a-z]+[^]*\[e~\[\n\]~b\]ai\n<think>\n$/);
         for (const s of b.segments.filter((segment) => segment.kind === 'action').slice(0, -1)) expect(s.text.endsWith('[e~['), b.chatCase.id).toBe(true);
+      }
+    });
+  } else if (target.grammar === 'kimi-k2') {
+    it('Kimi K2: replies follow the sampled <|im_end|> with no newline, open a user or system turn and end with the generation prompt', () => {
+      for (const b of built) {
+        for (const s of b.segments.filter((segment) => segment.kind === 'observation')) expect(s.text).toMatch(/^<\|im_(user|system)\|>[^]*<\|im_end\|><\|im_assistant\|>assistant<\|im_middle\|>$/);
+        for (const s of b.segments.filter((segment) => segment.kind === 'action').slice(0, -1)) expect(s.text).toMatch(/^<think>[^]*<\/think>[^]*<\|im_end\|>$/);
+        expect(b.segments[0].text.endsWith('<|im_assistant|>assistant<|im_middle|>'), b.chatCase.id).toBe(true);
       }
     });
   } else if (target.grammar === 'mistral') {
