@@ -50,7 +50,7 @@ export interface HtmlReportOptions {
 }
 
 const CLASSES: DisagreementClass[] = ['mask-mismatch', 'straddling-token'];
-const DIRECTIONS: [Direction, Direction] = ['trains on environment text', 'leaves model tokens untrained'];
+const DIRECTIONS: [Direction, Direction] = ['trains tokens the model did not sample', 'leaves model tokens untrained'];
 /** 64 characters that need no escaping in JSON or HTML: the token code's alphabet. */
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 const ALPHABET_CODES = Uint8Array.from(ALPHABET, (char) => char.charCodeAt(0));

@@ -72,7 +72,7 @@ const sample = (id: string) => {
 const HOSTILE_ID = 'hostile</script><script>alert("id")</script>';
 const HOSTILE_ANSWER = '<answer> </script><script>alert(1)</script> "q" & \'x\' <b>bold</b> </answer>';
 
-interface Flip { id: string; token: number; direction: 'trains on environment text' | 'leaves model tokens untrained' }
+interface Flip { id: string; token: number; direction: 'trains tokens the model did not sample' | 'leaves model tokens untrained' }
 
 /** The check input: every sample with its constructed mask, a few bits flipped, a hostile rollout, a bad line. */
 async function buildCheckInput() {
@@ -86,7 +86,7 @@ async function buildCheckInput() {
       // the first environment token after the model's first turn: 0 → 1
       const firstObservation = copy.mask.indexOf(0, firstAction);
       copy.mask[firstObservation] = 1;
-      flips.push({ id: line.id, token: firstObservation, direction: 'trains on environment text' });
+      flips.push({ id: line.id, token: firstObservation, direction: 'trains tokens the model did not sample' });
       if (line.id === 'c-single-search-then-answer') {
         // the model's first token: 1 → 0
         copy.mask[firstAction] = 0;
@@ -177,7 +177,7 @@ describe('check --html in chromium', { timeout: 120_000 }, () => {
     const rows = await opened.page.locator('#summary tr').evaluateAll((elements) => elements.map((row) => Array.from((row as unknown as { children: ArrayLike<{ textContent: string | null }> }).children, (cell) => cell.textContent ?? '')));
     expect(rows).toContainEqual(['rollouts', String(built.lines.length + 1), '1 could not be masked']);
     expect(summary).toContain('1 could not be masked');
-    expect(summary).toMatch(/the given mask trains on environment text\s*2\s*2/);
+    expect(summary).toMatch(/the given mask trains tokens the model did not sample\s*2\s*2/);
     expect(summary).toMatch(/the given mask leaves model tokens untrained\s*1\s*1/);
     expect(summary).toContain('1 one shorter than their tokens, read in target space');
     await screenshot(opened, 'check-summary');
@@ -194,11 +194,11 @@ describe('check --html in chromium', { timeout: 120_000 }, () => {
     expect(jumps).toHaveLength(flips.length);
     flips.forEach((flip, k) => {
       expect(jumps[k]).toContain(`tokens [${flip.token}, ${flip.token + 1}) mask-mismatch`);
-      expect(jumps[k]).toContain(flip.direction === 'trains on environment text' ? 'given 1, protocol 0: the given mask trains on environment text' : 'given 0, protocol 1: the given mask leaves model tokens untrained');
+      expect(jumps[k]).toContain(flip.direction === 'trains tokens the model did not sample' ? 'given 1, protocol 0: the given mask trains tokens the model did not sample' : 'given 0, protocol 1: the given mask leaves model tokens untrained');
     });
     // Both columns mark the run, by direction (outline style and an icon, not colour alone).
     for (const flip of flips) {
-      const cls = flip.direction === 'trains on environment text' ? 'up' : 'dn';
+      const cls = flip.direction === 'trains tokens the model did not sample' ? 'up' : 'dn';
       for (const column of ['given', 'protocol']) {
         await expect.poll(() => tab.getAttribute(`.column-${column} .k[data-i="${flip.token}"]`, 'class')).toMatch(new RegExp(`\\b${cls}\\b`));
       }
@@ -210,10 +210,10 @@ describe('check --html in chromium', { timeout: 120_000 }, () => {
     expect(await tab.getAttribute(`.column-given .k[data-i="${down.token}"]`, 'class')).toMatch(/\bo\b/);
     expect(await tab.getAttribute(`.column-protocol .k[data-i="${down.token}"]`, 'class')).toMatch(/\ba\b/);
     // A jump focuses the run's first token in the protocol column.
-    const up = flips.find((flip) => flip.direction === 'trains on environment text')!;
+    const up = flips.find((flip) => flip.direction === 'trains tokens the model did not sample')!;
     await tab.click(`.disagreement-list button:has-text("tokens [${up.token}, ")`);
     expect(await tab.evaluate(() => [document.activeElement?.getAttribute('data-i'), document.activeElement?.closest('.text')?.getAttribute('data-column')])).toEqual([String(up.token), 'protocol']);
-    await expect.poll(() => tab.textContent('#tip')).toContain('the given mask trains on environment text');
+    await expect.poll(() => tab.textContent('#tip')).toContain('the given mask trains tokens the model did not sample');
     await screenshot(opened, 'check-disagreements');
     expectClean(opened, page);
     await opened.context.close();
