@@ -17,6 +17,7 @@ import { gemma3Cases, GEMMA3_TARGETS } from '../../samples/build/gemma3.ts';
 import { mistralCases, MISTRAL_TARGETS } from '../../samples/build/mistral.ts';
 import { minimaxCases, MINIMAX_TARGETS } from '../../samples/build/minimax.ts';
 import { kimiCases, KIMI_TARGETS } from '../../samples/build/kimi.ts';
+import { gemma4Cases, GEMMA4_TARGETS } from '../../samples/build/gemma4.ts';
 
 const TARGETS = [
   ...HARMONY_TARGETS.map((target) => ({ target, cases: () => harmonyCases(target.tokenizer === 'gptoss') })),
@@ -28,6 +29,7 @@ const TARGETS = [
   ...MISTRAL_TARGETS.map((target) => ({ target, cases: mistralCases })),
   ...MINIMAX_TARGETS.map((target) => ({ target, cases: minimaxCases })),
   ...KIMI_TARGETS.map((target) => ({ target, cases: kimiCases })),
+  ...GEMMA4_TARGETS.map((target) => ({ target, cases: gemma4Cases })),
 ];
 
 const lines = (folder: string, file: string) => readFileSync(path.join(SAMPLES_DIR, folder, file), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
@@ -92,6 +94,18 @@ describe.each(TARGETS)('samples/$target.folder', ({ target, cases }) => {
         for (const s of b.segments.filter((segment) => segment.kind === 'observation')) expect(s.text).toMatch(/^<\|im_(user|system)\|>[^]*<\|im_end\|><\|im_assistant\|>assistant<\|im_middle\|>$/);
         for (const s of b.segments.filter((segment) => segment.kind === 'action').slice(0, -1)) expect(s.text).toMatch(/^<think>[^]*<\/think>[^]*<\|im_end\|>$/);
         expect(b.segments[0].text.endsWith('<|im_assistant|>assistant<|im_middle|>'), b.chatCase.id).toBe(true);
+      }
+    });
+  } else if (target.grammar === 'gemma4') {
+    it('Gemma 4: a model turn stops on <turn|> or on the <|tool_response> it sampled; results go on in the same turn, user replies end with the generation prompt', () => {
+      for (const b of built) {
+        b.segments.forEach((s, i) => {
+          const next = b.segments[i + 1];
+          if (s.kind === 'action' && next?.kind === 'observation') expect(s.text).toMatch(/(<turn\|>|<\|tool_response>)$/);
+          if (s.kind === 'observation' && b.segments[i - 1].text.endsWith('<|tool_response>')) expect(s.text).toMatch(/^response:[^]*<tool_response\|>(<\|channel>thought\n<channel\|>)?$/);
+          if (s.kind === 'observation' && b.segments[i - 1].text.endsWith('<turn|>')) expect(s.text).toMatch(/^\n<\|turn>user\n[^]*<turn\|>\n<\|turn>model\n(<\|channel>thought\n<channel\|>)?$/);
+        });
+        expect(b.segments[0].text.startsWith('<bos>'), b.chatCase.id).toBe(true);
       }
     });
   } else if (target.grammar === 'mistral') {
