@@ -194,7 +194,10 @@ describe('check --html in chromium', { timeout: 120_000 }, () => {
     expect(jumps).toHaveLength(flips.length);
     flips.forEach((flip, k) => {
       expect(jumps[k]).toContain(`tokens [${flip.token}, ${flip.token + 1}) mask-mismatch`);
-      expect(jumps[k]).toContain(flip.direction === 'trains tokens the model did not sample' ? 'given 1, protocol 0: the given mask trains tokens the model did not sample' : 'given 0, protocol 1: the given mask leaves model tokens untrained');
+      // Each run named by its part: the flipped first token of the information block, the model's first think token.
+      expect(jumps[k]).toContain(flip.direction === 'trains tokens the model did not sample'
+        ? "given 1, protocol 0: the given mask trains on environment text: the environment's reply (information)"
+        : "given 0, protocol 1: the given mask leaves the model's text (think) untrained");
     });
     // Both columns mark the run, by direction (outline style and an icon, not colour alone).
     for (const flip of flips) {
@@ -213,7 +216,7 @@ describe('check --html in chromium', { timeout: 120_000 }, () => {
     const up = flips.find((flip) => flip.direction === 'trains tokens the model did not sample')!;
     await tab.click(`.disagreement-list button:has-text("tokens [${up.token}, ")`);
     expect(await tab.evaluate(() => [document.activeElement?.getAttribute('data-i'), document.activeElement?.closest('.text')?.getAttribute('data-column')])).toEqual([String(up.token), 'protocol']);
-    await expect.poll(() => tab.textContent('#tip')).toContain('the given mask trains tokens the model did not sample');
+    await expect.poll(() => tab.textContent('#tip')).toContain("the given mask trains on environment text: the environment's reply (information)");
     await screenshot(opened, 'check-disagreements');
     expectClean(opened, page);
     await opened.context.close();
@@ -357,6 +360,57 @@ describe('check --html in chromium', { timeout: 120_000 }, () => {
       expectClean(opened, page);
       await opened.context.close();
     }
+  });
+});
+
+/**
+ * Parts, patterns and option hints on the page (issue 17): tinker-cookbook's Qwen3 rendering (test/fixtures), its own
+ * weights under template_think=1 (it trains the empty think block its renderer writes: hinted), and with every
+ * <|im_end|> untrained (TRL#6357: the pattern), and with the end-of-turn newline trained (verifiers#58: the part).
+ */
+describe('check --html names parts, patterns and option hints', { timeout: 120_000 }, () => {
+  it.skipIf(noBrowser)('each rollout says its pattern and hint, each run its part; the summary counts them and filters by them', async () => {
+    const { qwen3Example } = await import('../fixtures/tinker-renderers.ts');
+    const tokenizer = await loadTokenizer(QWEN);
+    const { tokens, weights } = qwen3Example(tokenizer, [
+      { role: 'user', content: 'Weather in Paris?' },
+      { role: 'assistant', content: [{ type: 'text', text: 'Let me look.' }], tool_calls: [{ name: 'get_weather', arguments: { city: 'Paris' } }] },
+      { role: 'tool', content: '{"temperature": 14}' },
+      { role: 'assistant', content: [{ type: 'text', text: 'It is 14 °C.' }] },
+    ]);
+    const imEnd = tokenizer.encode('<|im_end|>')[0];
+    const newline = tokenizer.encode('\n')[0];
+    const lines = [
+      { id: 'tinker', tokens, mask: weights },
+      { id: 'stops', tokens, mask: weights.map((bit, i) => (tokens[i] === imEnd ? 0 : bit)), options: { template_think: 0 } },
+      { id: 'newline', tokens, mask: weights.map((bit, i) => (i > 0 && tokens[i - 1] === imEnd && tokens[i] === newline ? 1 : bit)), options: { template_think: 0 } },
+    ];
+    const input = join(dir, 'named.jsonl');
+    writeFileSync(input, lines.map((line) => JSON.stringify(line)).join('\n') + '\n');
+    const file = join(dir, 'named.html');
+    const run = tagmask(['check', '--grammar', 'qwen3-tools', '--tokenizer', QWEN, input, '--html', file]);
+    expect(run.code, run.stderr).toBe(1);
+    const opened = await open(file);
+    const { page: tab } = opened;
+    const summary = await tab.textContent('#summary');
+    expect(summary).toMatch(/pattern\s*stop-tokens-untrained\s*1 rollout\(s\)/);
+    expect(summary).toMatch(/part\s*newline-after-stop\s*\d+ run\(s\)/);
+    await showRollout(tab, 'stops');
+    expect(await tab.textContent('.note.pattern')).toContain('The given mask follows a pattern (stop-tokens-untrained): every stop token untrained');
+    expect(await tab.locator('.disagreement-list button').first().textContent()).toContain('the given mask leaves the end-of-turn token "<|im_end|>" untrained');
+    await showRollout(tab, 'tinker');
+    expect(await tab.textContent('.note.option-hint')).toBe('With --set template_think=0 these masks agree.');
+    await showRollout(tab, 'newline');
+    expect(await tab.locator('.disagreement-list button').first().textContent()).toContain('the given mask trains the template\'s "\\n" after "<|im_end|>", which the model did not sample');
+    // The filters: by pattern, then by part (from the summary's buttons).
+    await tab.selectOption('#filter-pattern', 'stop-tokens-untrained');
+    expect(await tab.locator('#list .rid').allTextContents()).toEqual(['stops']);
+    await tab.selectOption('#filter-pattern', '');
+    await tab.click('.part-filter[data-part="newline-after-stop"]');
+    expect(await tab.locator('#list .rid').allTextContents()).toEqual(['newline']);
+    await screenshot(opened, 'check-named');
+    expectClean(opened, file);
+    await opened.context.close();
   });
 });
 
