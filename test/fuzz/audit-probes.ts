@@ -537,6 +537,23 @@ pl.from_arrow(t).write_parquet(f'{sys.argv[2]}/polars.parquet')
   const ok = codes.every((c) => c.endsWith(':0') || c.endsWith(':1')) && !codes.some((c) => c.endsWith(':2')) && back.code !== 2 && schema === `True ${2n ** 63n - 1n}`;
   return [ok, `${codes.join(' ')}; write-back exit ${back.code}, types kept + id: ${schema}`];
 });
+await probe('h20-17c nested/struct Parquet columns are read a page at a time: 300,000 rows of a list of lists and a struct in one row group, bounded', () => {
+  const py = spawnSync('python3', ['-c', 'import pyarrow'], { encoding: 'utf8' });
+  if (py.status !== 0) return [true, 'not run: python3 with pyarrow is missing'];
+  const path = join(dir, 'nested-bomb.parquet');
+  const made = spawnSync('python3', ['-c', `
+import sys, pyarrow as pa, pyarrow.parquet as pq
+n = 300000
+t = pa.table({'id': pa.array([f'r{i}' for i in range(n)]), 'tokens': pa.array([[1, 2]] * n, type=pa.list_(pa.int64())),
+              'nested': pa.array([[[i % 7], [1, 2]] for i in range(n)], type=pa.list_(pa.list_(pa.int64()))),
+              'extra_info': pa.array([{'index': i, 'split': 'train'} for i in range(n)])})
+pq.write_table(t, sys.argv[1], row_group_size=n, compression='zstd')
+`, path], { encoding: 'utf8' });
+  if (made.status !== 0) return [false, made.stderr.slice(0, 200)];
+  // Every row is a flat rollout of two tokens (masked, quick); the nested columns are read and carried along.
+  const r = run(mask(['--format', 'flat', '--fail-on', 'none', path, '-o', join(dir, 'nested-bomb.out.jsonl')]), { timeout: 600_000 });
+  return [r.code === 0 && r.rss < 450, `exit ${r.code}, ${r.rss.toFixed(0)} MB RSS (read a row group at a time: 676 MB); ${r.stderr.slice(0, 120)}`];
+});
 await probe('h20-05 Parquet output: a diagnostic and an error row after row group 1 reach the file', () => {
   const lines = sample.filter((l) => !/"options"/.test(l));
   const clean = lines.find((l) => JSON.parse(l).id === 'c-single-search-then-answer')!;
