@@ -23,8 +23,7 @@ describe('framework frames', () => {
     const rollout = one({ id: 'v', prompts: [0, 0], responses: [7, 8, 0], attention_mask: [0, 0, 1, 1, 0], response_mask: [1, 0, 0] }, true);
     expect(Array.from(rollout.tokens)).toEqual([7, 8]);
     expect(rollout.promptLength).toBe(0);
-    // The cut padding position keeps its mask value and id for the audit (a 1 there is padding trained).
-    expect(rollout.given).toEqual({ field: 'response_mask', values: [1, 0], start: 0, shift: 0, padding: { values: [0], ids: [0] } });
+    expect(rollout.given).toEqual({ field: 'response_mask', values: [1, 0], start: 0, shift: 0 });
     const padded = one({ id: 'v', prompts: [0, 5, 6], responses: [7, 0], attention_mask: [0, 1, 1, 1, 0] });
     expect(Array.from(padded.tokens)).toEqual([5, 6, 7]);
     expect(padded.promptLength).toBe(2);
