@@ -13,12 +13,13 @@ export type DisagreementClass = 'mask-mismatch' | 'straddling-token';
 
 /**
  * What a disagreement means for training, read from the side under audit: given 1 where the protocol
- * says 0 puts gradient on text the model never sampled; given 0 where it says 1 wastes the model's tokens.
+ * says 0 puts gradient on tokens the model did not sample (the environment's replies, but also the template's
+ * headers and newlines, padding, the prompt: `parts` names which); given 0 where it says 1 wastes the model's tokens.
  */
-export type Direction = 'trains on environment text' | 'leaves model tokens untrained';
+export type Direction = 'trains tokens the model did not sample' | 'leaves model tokens untrained';
 
 export const directionOf = (given: number, protocol: number): Direction =>
-  given === 1 && protocol === 0 ? 'trains on environment text' : 'leaves model tokens untrained';
+  given === 1 && protocol === 0 ? 'trains tokens the model did not sample' : 'leaves model tokens untrained';
 
 /**
  * Which mask a comparison reads: `tokens` (one value per token) or `targets` (one shorter, `mask[i]`
@@ -88,7 +89,7 @@ export function causeOf(table: ByteTable, tokens: ArrayLike<number>, result: Mas
   // A stop token followed straight by the next special token: the template's separator between them is missing (verl#3720).
   const at = found?.token ?? -1;
   if (found?.code === 'missing-reply' && at > 0 && at < tokens.length && isSpecial(table, tokens[at - 1]) && isSpecial(table, tokens[at])) {
-    found.words += `; ${JSON.stringify(pieceText(table, tokens[at]))} follows ${JSON.stringify(pieceText(table, tokens[at - 1]))} directly: is the template's separator after the stop token (Qwen's "\n") missing from the stream, as in verl#3720?`;
+    found.words += `; ${JSON.stringify(pieceText(table, tokens[at]))} follows ${JSON.stringify(pieceText(table, tokens[at - 1]))} directly: is the template's separator after the stop token (Qwen's "\\n") missing from the stream, as in verl#3720?`;
   }
   return found;
 }

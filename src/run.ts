@@ -205,10 +205,11 @@ export async function runRollouts(pool: MaskerPool, options: RunOptions): Promis
               const hints = disagreements.length ? optionHints(pool, prepared) : [];
               sink.write(rollout.id, id, { agree: disagreements.length === 0, tokens: rollout.tokens.length, shape: line.shape, frame, field: given.field, pattern, disagreements, diagnostics: result.diagnostics, hints });
               const stream = givenInStream(rollout)!.mask;
-              html?.add(table, { id: rollout.id, tokens: rollout.tokens, result, audit: { mask: stream, frame, disagreements }, source });
+              html?.add(table, { id: rollout.id, tokens: rollout.tokens, result, audit: { mask: stream, frame, disagreements, pattern, hints }, source });
               if (disagreements.length) summary.disagreeing++;
               if (frame === 'targets') summary.targetFrame++;
               for (const run of disagreements) summary.directions.set(run.direction, (summary.directions.get(run.direction) ?? 0) + 1);
+              for (const code of new Set(disagreements.flatMap((run) => run.parts.map((part) => part.code)))) summary.parts?.set(code, (summary.parts.get(code) ?? 0) + 1);
               if (disagreements.length && frame === 'targets') log(`${source}: ${formatFrame(rollout.id, given.values.length, rollout.tokens.length)}`);
               if (pattern) {
                 const patterns = (summary.patterns ??= new Map());

@@ -51,7 +51,7 @@ export interface GivenMask {
   shift: 0 | 1;
   /**
    * The mask over padding the stream leaves out (verl's padded batch: response positions whose attention_mask
-   * is 0), with those positions' ids; `values[values.length + k]` of the field is `padding.values[k]`. The
+   * is 0), with those positions' ids, when it holds a 1; `values[values.length + k]` of the field is `padding.values[k]`. The
    * audit reports a 1 there as padding trained (verl#3805).
    */
   padding?: { values: number[]; ids: number[] };
@@ -266,7 +266,7 @@ export const SHAPES: ShapeSpec[] = [
       }
       const rollout = promptResponse(id, options, prompts.slice(promptStart), responses.slice(0, responseLength), mask, 'response_mask');
       // The response's padding is not part of the stream, but its mask is still checked: a 1 there trains padding.
-      if (rollout.given && padding?.length) rollout.given.padding = { values: padding, ids: responses.slice(responseLength) };
+      if (rollout.given && padding?.includes(1)) rollout.given.padding = { values: padding, ids: responses.slice(responseLength) };
       return [rollout];
     },
     writeBack(value, [rollout], [mask]) {
@@ -590,10 +590,19 @@ const TRL = SHAPES.find((shape) => shape.name === 'trl')!;
 
 /**
  * verifiers' `prompt_mask` is a loss mask over the prompt (all 0); TRL's GRPO rows carry a `prompt_mask` too, its
- * attention mask (1 on every prompt token). A row with a 1 in it, or with TRL's `tool_mask`, is TRL's.
+ * attention mask (left padding 0, then 1 on every prompt token). A row with TRL's `tool_mask`, or whose prompt_mask
+ * is an attention mask (0…0 1…1, ending in 1), is TRL's; 1s elsewhere are a verifiers loss mask gone wrong, to check.
  */
 function isTrlRow(value: Json): boolean {
-  return value.tool_mask !== undefined || (Array.isArray(value.prompt_mask) && value.prompt_mask.some((bit) => bit === 1 || bit === true));
+  if (value.tool_mask !== undefined) return true;
+  const mask = value.prompt_mask;
+  if (!Array.isArray(mask) || !mask.length) return false;
+  const one = (bit: unknown) => bit === 1 || bit === true;
+  let k = 0;
+  while (k < mask.length && !one(mask[k])) k++;
+  if (k === mask.length) return false;
+  for (; k < mask.length; k++) if (!one(mask[k])) return false;
+  return true;
 }
 
 /** The line with its mask written back in its own frame and field names (`--out-format`). */

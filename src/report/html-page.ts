@@ -56,11 +56,13 @@ td:nth-child(n+2) { font-variant-numeric: tabular-nums; }
 #list .grp { font-size: 0.8em; color: var(--muted); }
 .badges { white-space: nowrap; color: var(--muted); }
 .b-up { color: var(--up); } .b-down { color: var(--down); } .b-diag { color: var(--diag); } .b-err { color: var(--up); font-weight: 700; }
+.b-pattern { font-size: 0.8em; border: 1px solid var(--line); border-radius: 3px; padding: 0 0.2em; margin-left: 0.2em; }
 .pager { display: flex; justify-content: space-between; align-items: center; margin-top: 0.4rem; gap: 0.3rem; }
 .rollnav { display: flex; gap: 0.5rem; align-items: center; flex-wrap: wrap; }
 .meta { color: var(--muted); margin: 0.2rem 0 0.5rem; }
 .error { border-left: 4px solid var(--up); padding: 0.3rem 0.6rem; background: var(--panel); }
 .note { border-left: 4px solid var(--line); padding: 0.2rem 0.6rem; margin: 0.3rem 0; }
+.note.pattern, .note.option-hint { border-left-color: var(--diag); }
 .legend { display: flex; flex-wrap: wrap; gap: 0.4rem 1rem; margin: 0.5rem 0; font-size: 0.9rem; }
 .legend > span { display: inline-flex; gap: 0.3rem; align-items: center; }
 .jumps { list-style: none; padding: 0; margin: 0; max-height: 14rem; overflow: auto; }

@@ -38,8 +38,11 @@ export interface PageData {
 /** A diagnostic: [index into PageData.codes, token, message]. */
 export type PageDiagnostic = [code: number, token: number, message: string];
 
-/** A disagreement run: [index into PageData.classes, start, end (exclusive), the audited mask's value on it]. */
-export type PageRun = [cls: number, start: number, end: number, given: 0 | 1];
+/**
+ * A disagreement run: [index into PageData.classes, start, end (exclusive), the audited mask's value on it, what it
+ * does in words (its parts, and the cause where the stream departs from the template), its parts' codes].
+ */
+export type PageRun = [cls: number, start: number, end: number, given: 0 | 1, words?: string, parts?: string[]];
 
 /** One rollout. */
 export interface PageRollout {
@@ -66,6 +69,10 @@ export interface PageRollout {
   /** The audited side's name, when not PageData.side. */
   sd?: string;
   x?: PageRun[];
+  /** The pattern the whole audited mask follows: [code, words]. */
+  p?: [code: string, words: string];
+  /** Option values under which the audited mask agrees fully (`template_think=0`). */
+  h?: string[];
   /** Why it could not be masked. */
   e?: string;
   /** Free notes shown with it. */

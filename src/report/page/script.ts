@@ -14,7 +14,7 @@ const BLOCK = 1500;
 
 interface Kind { action: boolean; tag: string }
 interface Span { index: number; kind: Kind; start: number; end: number; attrs?: Record<string, string> }
-interface Run { index: number; cls: string; start: number; end: number; given: 0 | 1; protocol: 0 | 1; direction: string }
+interface Run { index: number; cls: string; start: number; end: number; given: 0 | 1; protocol: 0 | 1; direction: string; words: string; parts: string[] }
 interface Diagnostic { severity: string; code: string; token: number; message: string }
 type Column = 'given' | 'protocol';
 
@@ -152,6 +152,8 @@ function start(data: PageData): void {
     }
     const runs: Run[] = (r.x ?? []).map((x, index) => ({
       index, cls: data.classes[x[0]], start: x[1], end: x[2], given: x[3], protocol: x[3] === 1 ? 0 : 1, direction: directionOf(x[3]),
+      // What the run does, named by its parts (and its cause), as stderr says it; older data has the direction only.
+      words: x[4] ?? directionOf(x[3]), parts: x[5] ?? [],
     }));
     const runOf = new Int32Array(n).fill(-1);
     runs.forEach((run, index) => { for (let t = run.start; t < run.end && t < n; t++) runOf[t] = index; });
@@ -168,9 +170,9 @@ function start(data: PageData): void {
   }
 
   // ---- the list of rollouts: filters, pages, selection ----
-  const filters = { diag: false, disagree: false, error: false, code: '', direction: '', group: '', id: '' };
+  const filters = { diag: false, disagree: false, error: false, code: '', direction: '', pattern: '', part: '', group: '', id: '' };
   type Flag = 'diag' | 'disagree' | 'error';
-  type Choice = 'code' | 'direction' | 'group';
+  type Choice = 'code' | 'direction' | 'pattern' | 'part' | 'group';
   let matching: number[] = [];
   let page = 0;
   let current = -1;
@@ -208,6 +210,11 @@ function start(data: PageData): void {
   const codeNames = Array.from(new Set(codes.map((c) => c.code))).sort();
   const codeMenu = select('code', 'code', [['', 'any code'] as [string, string]].concat(codeNames.map((c): [string, string] => [c, c])));
   if (audited) select('direction', 'direction', [['', 'any direction'], [UP, `▲ ${side} ${UP}`], [DOWN, `▽ ${side} ${DOWN}`]]);
+  // The patterns whole masks follow and the parts disagreeing runs hold, as found in this page's rollouts.
+  const patternNames = Array.from(new Set(rollouts.flatMap((r) => (r.p ? [r.p[0]] : [])))).sort();
+  const partNames = Array.from(new Set(rollouts.flatMap((r) => (r.x ?? []).flatMap((x) => x[5] ?? [])))).sort();
+  const patternMenu = patternNames.length ? select('pattern', 'pattern', [['', 'any pattern'] as [string, string]].concat(patternNames.map((c): [string, string] => [c, c]))) : null;
+  const partMenu = partNames.length ? select('part', 'part', [['', 'any part'] as [string, string]].concat(partNames.map((c): [string, string] => [c, c]))) : null;
   if (data.groups.length > 1) select('group', 'group', [['', 'all groups'] as [string, string]].concat(data.groups.map((g, i): [string, string] => [String(i), g])));
   const idWrap = el('label', '', 'id ');
   const idInput = el('input');
@@ -240,6 +247,16 @@ function start(data: PageData): void {
   nav.appendChild(pager);
   nav.appendChild(el('p', 'hint', 'Keys: j / k next / previous rollout; in the text, ← → Home End move between tokens.'));
 
+  for (const [selector, key, menu] of [['.pattern-filter', 'pattern', patternMenu], ['.part-filter', 'part', partMenu]] as const) {
+    for (const button of document.querySelectorAll<HTMLElement>(selector)) {
+      button.addEventListener('click', () => {
+        filters[key] = button.getAttribute(`data-${key}`) ?? '';
+        if (menu) menu.value = filters[key];
+        apply(true);
+        nav.scrollIntoView({ block: 'start' });
+      });
+    }
+  }
   for (const button of document.querySelectorAll<HTMLElement>('.code-filter')) {
     button.addEventListener('click', () => {
       filters.code = button.getAttribute('data-code') ?? '';
@@ -255,6 +272,8 @@ function start(data: PageData): void {
     if (filters.error && r.e === undefined) return false;
     if (filters.code && !(r.d && r.d.some((x) => codes[x[0]].code === filters.code))) return false;
     if (filters.direction && !countRuns(r, filters.direction)) return false;
+    if (filters.pattern && !(r.p && r.p[0] === filters.pattern)) return false;
+    if (filters.part && !(r.x && r.x.some((x) => (x[5] ?? []).includes(filters.part)))) return false;
     if (filters.group && String(r.g) !== filters.group) return false;
     if (filters.id && r.i.toLowerCase().indexOf(filters.id.toLowerCase()) < 0) return false;
     return true;
@@ -275,6 +294,7 @@ function start(data: PageData): void {
     const named = r.sd || side;
     if (up) { const u = el('span', 'b-up', ` ▲${up}`); u.title = `${up} run(s): the ${named} mask ${UP}`; box.appendChild(u); }
     if (down) { const w = el('span', 'b-down', ` ▽${down}`); w.title = `${down} run(s): the ${named} mask ${DOWN}`; box.appendChild(w); }
+    if (r.p) { const p = el('span', 'b-pattern', ` ${r.p[0]}`); p.title = `the ${named} mask follows a pattern: ${r.p[1]}`; box.appendChild(p); }
     return box;
   }
   function drawList(): void {
@@ -388,6 +408,8 @@ function start(data: PageData): void {
       view.appendChild(error);
     }
     for (const note of r.n ?? []) view.appendChild(el('p', 'note', note));
+    if (r.p) view.appendChild(el('p', 'note pattern', `The ${side} mask follows a pattern (${r.p[0]}): ${r.p[1]}`));
+    if (r.h) view.appendChild(el('p', 'note option-hint', `With ${r.h.map((flag) => `--set ${flag}`).join(' or ')} these masks agree.`));
     if (!x.n) return;
     view.appendChild(legend(x));
 
@@ -403,8 +425,8 @@ function start(data: PageData): void {
           const button = el('button', `jump dir-${run.given === 1 ? 'up' : 'down'}`);
           button.type = 'button';
           button.setAttribute('data-direction', run.direction);
-          button.textContent = `${run.given === 1 ? '▲ ' : '▽ '}tokens [${run.start}, ${run.end}) ${run.cls}: ${side} ${run.given}, protocol ${run.protocol}: the ${side} mask ${run.direction} · ${JSON.stringify(textOf(x, run.start, run.end, 60))}`;
-          button.addEventListener('click', () => { focusToken(run.start, 'protocol'); });
+          button.textContent = `${run.given === 1 ? '▲ ' : '▽ '}tokens [${run.start}, ${run.end}) ${run.cls}: ${side} ${run.given}, protocol ${run.protocol}: the ${side} mask ${run.words} · ${JSON.stringify(textOf(x, run.start, run.end, 60))}`;
+          button.addEventListener('click', () => { focusToken(Math.min(run.start, x.n - 1), 'protocol'); });
           li.appendChild(button);
           jumps.appendChild(li);
         }
@@ -551,7 +573,7 @@ function start(data: PageData): void {
       const value = x.given[i];
       row('masks', `${side} ${value < 0 ? '–' : value} · protocol ${span ? (span.kind.action ? 1 : 0) : '–'}`);
       const run = x.runs[x.runOf[i]] as Run | undefined;
-      if (run) row('disagreement', `${run.given === 1 ? '▲ ' : '▽ '}the ${side} mask ${run.direction} (${run.cls}, tokens [${run.start}, ${run.end}))`, run.given === 1 ? 'dir-up' : 'dir-down');
+      if (run) row('disagreement', `${run.given === 1 ? '▲ ' : '▽ '}the ${side} mask ${run.words} (${run.cls}, tokens [${run.start}, ${run.end}))`, run.given === 1 ? 'dir-up' : 'dir-down');
     }
     for (const item of x.diagsAt.get(i) ?? []) row('diagnostic', `⚑ ${item.severity} ${item.code}: ${item.message}`);
     return list;
