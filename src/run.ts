@@ -6,7 +6,8 @@
 import type { MaskResult } from './masker.ts';
 import type { Frame } from './conformance.ts';
 import { inputIsStream, JsonlWriter, OutputClosed, OutputError } from './io/jsonl.ts';
-import { readRecord, readRecordBatches, readRollouts, recordId, recordText } from './io/records.ts';
+import { readRecord, readRecordBatches, readRollouts, recordId, recordText, type InputRecord } from './io/records.ts';
+import { ByteOut, MaskLines } from './io/mask-lines.ts';
 import { errorLine, idJson, idOf, errorMessage, writable, writeMaskLine } from './io/lines.ts';
 import { parquetColumns, ParquetRowWriter, ParquetValueError, type DeclaredColumn } from './io/parquet.ts';
 import { jsonText } from './io/json.ts';
@@ -167,72 +168,82 @@ export async function runRollouts(pool: MaskerPool, options: RunOptions): Promis
   const plainMask = mode === 'mask' && sink.json !== undefined && !options.outFormat && !options.maskFormat && options.observationWeight === undefined && !options.charSpans;
   try {
     let bytes = 0;
-    for await (const batch of readRecordBatches(input)) {
-      for (const item of batch) {
-        bytes += item.bytes ? item.bytes.length + 1 : 0;
-        const source = `${where}:${item.number}`;
-        let rolloutId: unknown;
-        try {
-          const { line, value } = readRecord(item, options.format, mode === 'check');
-          // Every rollout of the record is masked before anything is written: a failure writes nothing half-done.
-          const done: Array<{ prepared: Prepared; result: MaskResult; id: string }> = [];
-          for (const rollout of line.rollouts) {
-            rolloutId = rollout.id;
-            // The id goes back out as JSON; one that cannot be written (nested too deeply) fails its line here.
-            const id = idJson(rollout.id);
-            const prepared = prepareRollout(pool, rollout);
-            done.push({ prepared, result: maskPrepared(pool, prepared), id });
-          }
-          if (mode === 'mask' && options.outFormat) {
-            const back = value ? writeBackShaped(line, value, done.map(({ result }) => outMask(result.mask, options)))
-              : { ...JSON.parse(recordText(item)), mask: Array.from(outMask(done[0].result.mask, options)) };
-            sink.raw(back as Record<string, unknown>);
-          }
-          for (const { prepared, result, id } of done) {
-            const { rollout } = prepared;
-            if (mode === 'mask') {
-              if (!options.outFormat) {
-                if (plainMask && prepared.source === undefined) writeMaskLine(sink.json!, id, result);
-                else sink.write(rollout.id, id, maskFields(table, prepared, result, options, sink.json === undefined));
-              }
-              html?.add(table, { id: rollout.id, tokens: rollout.tokens, result, source });
-            } else {
-              const given = rollout.given!;
-              const frame: Frame = given.shift ? 'targets' : 'tokens';
-              const disagreements = auditPrepared(pool, prepared, result)!;
-              const pattern = auditPattern(pool, prepared, result, disagreements);
-              // Only a disagreeing rollout is masked again, under the grammar's other option values.
-              const hints = disagreements.length ? optionHints(pool, prepared) : [];
-              sink.write(rollout.id, id, { agree: disagreements.length === 0, tokens: rollout.tokens.length, shape: line.shape, frame, field: given.field, pattern, disagreements, diagnostics: result.diagnostics, hints });
-              const stream = givenInStream(rollout)!.mask;
-              html?.add(table, { id: rollout.id, tokens: rollout.tokens, result, audit: { mask: stream, frame, disagreements }, source });
-              if (disagreements.length) summary.disagreeing++;
-              if (frame === 'targets') summary.targetFrame++;
-              for (const run of disagreements) summary.directions.set(run.direction, (summary.directions.get(run.direction) ?? 0) + 1);
-              if (disagreements.length && frame === 'targets') log(`${source}: ${formatFrame(rollout.id, given.values.length, rollout.tokens.length)}`);
-              if (pattern) {
-                const patterns = (summary.patterns ??= new Map());
-                patterns.set(pattern.code, (patterns.get(pattern.code) ?? 0) + 1);
-                log(`${source}: ${formatPattern(rollout.id, pattern)}`);
-              }
-              for (const run of disagreements) log(`${source}: ${formatDisagreement(rollout.id, run)}${line.shape === 'flat' ? '' : ` (${line.shape} ${run.field})`}`);
-              if (hints.length) log(`${source}: ${formatHints(rollout.id, hints)}`);
-              for (const hint of hints) summary.hints?.set(hintFlag(hint), (summary.hints.get(hintFlag(hint)) ?? 0) + 1);
-            }
-            // Counted only once its line is out: a rollout that failed is never counted as masked.
-            record(summary, result);
-          }
-        } catch (error) {
-          // A failed write ends the run (the caller removes the temporary output); anything else is this record's failure.
-          if (error instanceof OutputError || error instanceof OutputClosed) throw error;
-          summary.failed++;
-          const message = errorMessage(error);
-          log(`${source}: ${message}`);
-          const id = rolloutId ?? recordId(item);
-          sink.error(id, item.number, message);
-          html?.add(table, { id: writable(id), tokens: [], error: message, source });
+    /** One record the general way: read in its shape, prepared, masked or checked, written (or its error). */
+    const each = (item: InputRecord) => {
+      const source = `${where}:${item.number}`;
+      let rolloutId: unknown;
+      try {
+        const { line, value } = readRecord(item, options.format, mode === 'check');
+        // Every rollout of the record is masked before anything is written: a failure writes nothing half-done.
+        const done: Array<{ prepared: Prepared; result: MaskResult; id: string }> = [];
+        for (const rollout of line.rollouts) {
+          rolloutId = rollout.id;
+          // The id goes back out as JSON; one that cannot be written (nested too deeply) fails its line here.
+          const id = idJson(rollout.id);
+          const prepared = prepareRollout(pool, rollout);
+          done.push({ prepared, result: maskPrepared(pool, prepared), id });
         }
+        if (mode === 'mask' && options.outFormat) {
+          const back = value ? writeBackShaped(line, value, done.map(({ result }) => outMask(result.mask, options)))
+            : { ...JSON.parse(recordText(item)), mask: Array.from(outMask(done[0].result.mask, options)) };
+          sink.raw(back as Record<string, unknown>);
+        }
+        for (const { prepared, result, id } of done) {
+          const { rollout } = prepared;
+          if (mode === 'mask') {
+            if (!options.outFormat) {
+              if (plainMask && prepared.source === undefined) writeMaskLine(sink.json!, id, result);
+              else sink.write(rollout.id, id, maskFields(table, prepared, result, options, sink.json === undefined));
+            }
+            html?.add(table, { id: rollout.id, tokens: rollout.tokens, result, source });
+          } else {
+            const given = rollout.given!;
+            const frame: Frame = given.shift ? 'targets' : 'tokens';
+            const disagreements = auditPrepared(pool, prepared, result)!;
+            const pattern = auditPattern(pool, prepared, result, disagreements);
+            // Only a disagreeing rollout is masked again, under the grammar's other option values.
+            const hints = disagreements.length ? optionHints(pool, prepared) : [];
+            sink.write(rollout.id, id, { agree: disagreements.length === 0, tokens: rollout.tokens.length, shape: line.shape, frame, field: given.field, pattern, disagreements, diagnostics: result.diagnostics, hints });
+            const stream = givenInStream(rollout)!.mask;
+            html?.add(table, { id: rollout.id, tokens: rollout.tokens, result, audit: { mask: stream, frame, disagreements }, source });
+            if (disagreements.length) summary.disagreeing++;
+            if (frame === 'targets') summary.targetFrame++;
+            for (const run of disagreements) summary.directions.set(run.direction, (summary.directions.get(run.direction) ?? 0) + 1);
+            if (disagreements.length && frame === 'targets') log(`${source}: ${formatFrame(rollout.id, given.values.length, rollout.tokens.length)}`);
+            if (pattern) {
+              const patterns = (summary.patterns ??= new Map());
+              patterns.set(pattern.code, (patterns.get(pattern.code) ?? 0) + 1);
+              log(`${source}: ${formatPattern(rollout.id, pattern)}`);
+            }
+            for (const run of disagreements) log(`${source}: ${formatDisagreement(rollout.id, run)}${line.shape === 'flat' ? '' : ` (${line.shape} ${run.field})`}`);
+            if (hints.length) log(`${source}: ${formatHints(rollout.id, hints)}`);
+            for (const hint of hints) summary.hints?.set(hintFlag(hint), (summary.hints.get(hintFlag(hint)) ?? 0) + 1);
+          }
+          // Counted only once its line is out: a rollout that failed is never counted as masked.
+          record(summary, result);
+        }
+      } catch (error) {
+        // A failed write ends the run (the caller removes the temporary output); anything else is this record's failure.
+        if (error instanceof OutputError || error instanceof OutputClosed) throw error;
+        summary.failed++;
+        const message = errorMessage(error);
+        log(`${source}: ${message}`);
+        const id = rolloutId ?? recordId(item);
+        sink.error(id, item.number, message);
+        html?.add(table, { id: writable(id), tokens: [], error: message, source });
       }
+    };
+    // Plain flat JSONL lines to plain JSONL masks: a chunk at a time straight from the bytes (io/mask-lines.ts);
+    // any line that path does not take comes back here.
+    const fast = plainMask && !html && fileFormat(input) === 'jsonl' && (options.format === undefined || options.format === 'flat')
+      ? new MaskLines(pool, new ByteOut(), summary) : undefined;
+    const drain = () => { if (fast!.out.used) sink.json!.writeBytes(fast!.out.take()); };
+    for await (const batch of readRecordBatches(input)) {
+      for (const item of batch) bytes += item.bytes ? item.bytes.length + 1 : 0;
+      if (fast) {
+        fast.run(batch, each, drain);
+        drain();
+      } else for (const item of batch) each(item);
       progress?.update(bytes, summary.rollouts + summary.failed, summary.tokens);
       if (streaming) sink.flush();
     }
