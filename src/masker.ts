@@ -170,10 +170,16 @@ export class MaskerPool {
     return masker;
   }
 
-  static async open(grammar: string, tokenizer: string, options: OptionValues): Promise<MaskerPool> {
+  /** The grammar and tokenizer as `open` was given them: a worker thread opens the same pool from these. */
+  source?: { grammar: string; tokenizer: string };
+
+  /** `tokenizer`: a name, folder or file to load, or one already loaded (a `--jobs` worker's, from the main thread's table). */
+  static async open(grammar: string, tokenizer: string | LoadedTokenizer, options: OptionValues): Promise<MaskerPool> {
     const compiled = loadGrammar(grammar);
     if (needsAttributes(compiled.grammar.tags)) await prepareAttributeReader();
-    const pool = new MaskerPool(compiled, await loadTokenizer(tokenizer), options);
+    const loaded = typeof tokenizer === 'string' ? await loadTokenizer(tokenizer) : tokenizer;
+    const pool = new MaskerPool(compiled, loaded, options);
+    pool.source = { grammar, tokenizer: loaded.path };
     pool.get({}); // bad --set values fail here, before any line is read
     return pool;
   }

@@ -179,7 +179,7 @@ export class MaskLines {
   private base = 0;
   private readonly each: (r: number, scanned: Scanned) => void;
 
-  constructor(pool: MaskerPool, readonly out: ByteOut, readonly summary: RunSummary) {
+  constructor(pool: MaskerPool, readonly out: ByteOut, public summary: RunSummary) {
     this.masker = pool.get({});
     this.heads = spanHeads(this.masker);
     this.each = (r, scanned) => {

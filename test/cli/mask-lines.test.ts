@@ -3,7 +3,8 @@
  * batches (src/io/mask-lines.ts); other lines (options, another shape, errors) go the general way in between.
  * Across batch and read-chunk boundaries the output keeps input order, every mask is the one the rollout was
  * built with (samples/search-r1-qwen3: each segment tokenized on its own), each bad line is its own located
- * error, and spans and diagnostics are those the library's `mask()` gives the same rollout.
+ * error, and spans and diagnostics are those the library's `mask()` gives the same rollout. `--jobs N` (worker
+ * threads over read chunks) writes the same bytes and says the same errors as one thread.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -86,5 +87,20 @@ describe('mask, JSONL to JSONL, batched from the bytes', () => {
       expect(got.diagnostics).toEqual(result.diagnostics);
     }
     expect(errors).toBeGreaterThan(100);
-  }, 120_000);
+
+    // Worker threads over the read chunks (~18 MB: three of them): the same bytes, the same located errors.
+    for (const jobs of ['2', '3']) {
+      const parallel = join(dir, `out-${jobs}.jsonl`);
+      const again = await tagmask(['mask', '--grammar', 'search-r1', '--tokenizer', QWEN, input, '-o', parallel, '--jobs', jobs]);
+      expect(again.code).toBe(1);
+      expect(readFileSync(parallel).equals(readFileSync(output))).toBe(true);
+      expect(again.stderr).toBe(run.stderr);
+    }
+  }, 180_000);
+
+  it('--jobs takes a whole number of threads', async () => {
+    const run = await tagmask(['mask', '--grammar', 'search-r1', '--tokenizer', QWEN, '-', '--jobs', '0'], '');
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/--jobs 0: expected a whole number of worker threads/);
+  });
 });
