@@ -7,6 +7,7 @@
 import { existsSync, mkdirSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildPage } from './build-page.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const outfile = join(root, 'dist', 'cli.js');
@@ -26,6 +27,8 @@ function newest(dir) {
 }
 
 export async function buildCli({ ifChanged = false } = {}) {
+  // The page's script is part of src/ once bundled (src/report/page-script.ts): made first, where its sources changed.
+  await buildPage({ ifChanged: true });
   if (ifChanged && existsSync(outfile) && statSync(outfile).mtimeMs >= newest(join(root, 'src'))) return false;
   const esbuild = await import('esbuild');
   // Written beside the target and renamed into place: processes started side by side never read half a file.

@@ -13,12 +13,13 @@ export type DisagreementClass = 'mask-mismatch' | 'straddling-token';
 
 /**
  * What a disagreement means for training, read from the side under audit: given 1 where the protocol
- * says 0 puts gradient on text the model never sampled; given 0 where it says 1 wastes the model's tokens.
+ * says 0 puts gradient on tokens the model did not sample (the environment's replies, but also the template's
+ * headers and newlines, padding, the prompt: `parts` names which); given 0 where it says 1 wastes the model's tokens.
  */
-export type Direction = 'trains on environment text' | 'leaves model tokens untrained';
+export type Direction = 'trains tokens the model did not sample' | 'leaves model tokens untrained';
 
 export const directionOf = (given: number, protocol: number): Direction =>
-  given === 1 && protocol === 0 ? 'trains on environment text' : 'leaves model tokens untrained';
+  given === 1 && protocol === 0 ? 'trains tokens the model did not sample' : 'leaves model tokens untrained';
 
 /**
  * Which mask a comparison reads: `tokens` (one value per token) or `targets` (one shorter, `mask[i]`
@@ -39,6 +40,12 @@ export interface Disagreement {
   direction: Direction;
   /** Which parts of the protocol the run's tokens are, in order (from tagmask's spans). */
   parts: Part[];
+  /**
+   * Where the stream departs from the template and that departure decides how the run's tokens are read
+   * (verl#3720: no `\n` after `<|im_end|>`, so no reply opens and the rest is nobody's): the diagnostic's code,
+   * token and words. Absent when the run sits where the stream follows the template.
+   */
+  cause?: Cause;
   /** Decoded text: a little before, the run itself, a little after. */
   before: string;
   text: string;
@@ -52,9 +59,40 @@ const CONTEXT_TOKENS = 4;
  * `prompt`, `header` (the template's role header / generation prompt), `stop-token` (end-of-turn or stop
  * token), `newline-after-stop` (the template's newline after it), `template-think` (an empty think block or
  * prefill a template writes), `environment-reply` (a tool response or other environment reply), `padding`,
- * `model-text` (what the model sampled), `truncated-turn` (a last turn cut before its stop token).
+ * `model-text` (what the model sampled), `truncated-turn` (a last turn cut before its stop token),
+ * `after-departure` (text after the stream departs from the template: whose it is cannot be told),
+ * `history-turn` (an earlier assistant turn inside a given prompt: re-rendered history, not sampled ids).
  */
-export type PartCode = 'prompt' | 'header' | 'stop-token' | 'newline-after-stop' | 'template-think' | 'environment-reply' | 'padding' | 'model-text' | 'truncated-turn';
+export type PartCode = 'prompt' | 'header' | 'stop-token' | 'newline-after-stop' | 'template-think' | 'environment-reply' | 'padding' | 'model-text' | 'truncated-turn' | 'after-departure' | 'history-turn';
+
+/** A departure from the template that decides how a disagreeing run is read: a diagnostic, in words. */
+export interface Cause { code: string; token: number; words: string }
+
+/** Diagnostics that say the stream departs from the template, so what follows (or the span they sit in) is read otherwise. */
+const DEPARTURES = new Set(['missing-reply', 'reply-in-reply', 'unclosed-reply', 'text-after-end', 'no-prompt-end']);
+
+/**
+ * The departure that decides how tokens from `start` are read: the last departure diagnostic that sits in the
+ * span holding `start`, or whose token opens that span (the rest of a stream read as nobody's after a
+ * missing reply begins at the handover's token).
+ */
+export function causeOf(table: ByteTable, tokens: ArrayLike<number>, result: MaskResult, start: number): Cause | undefined {
+  const span = result.spans.find((item) => item.start <= start && start < item.end);
+  if (!span) return undefined;
+  let found: Cause | undefined;
+  for (const item of result.diagnostics) {
+    if (!DEPARTURES.has(item.code)) continue;
+    const inSpan = item.token >= span.start && item.token < span.end;
+    const opens = span.start === item.token || span.start === item.token + 1;
+    if (item.token <= Math.max(start, span.end - 1) && (inSpan || opens)) found = { code: item.code, token: item.token, words: item.message };
+  }
+  // A stop token followed straight by the next special token: the template's separator between them is missing (verl#3720).
+  const at = found?.token ?? -1;
+  if (found?.code === 'missing-reply' && at > 0 && at < tokens.length && isSpecial(table, tokens[at - 1]) && isSpecial(table, tokens[at])) {
+    found.words += `; ${JSON.stringify(pieceText(table, tokens[at]))} follows ${JSON.stringify(pieceText(table, tokens[at - 1]))} directly: is the template's separator after the stop token (Qwen's "\\n") missing from the stream, as in verl#3720?`;
+  }
+  return found;
+}
 
 export interface Part { code: PartCode; words: string; start: number; end: number }
 
@@ -68,10 +106,18 @@ function partOfPiece(table: ByteTable, tokens: ArrayLike<number>, result: MaskRe
   let allSpecial = true;
   for (let i = start; i < end; i++) if (!isSpecial(table, tokens[i])) allSpecial = false;
   const previous = start > 0 ? tokens[start - 1] : -1;
+  // The model's text: a last turn that reaches the end of the stream (or its padding) without a stop token was cut.
+  const cut = span.role === 'action' ? truncatedTurnStart(table, tokens, result) : -1;
+  if (cut >= 0 && start >= cut) return { code: 'truncated-turn', words: 'the truncated last turn (cut before its stop token)' };
   // An empty think block or a prefill: the template's where tagmask reads it as observation; an empty block the model may have written.
   if (THINK_BLOCK.test(text) && (span.role === 'observation' || text.includes('</think>'))) return { code: 'template-think', words: `the think block ${JSON.stringify(text)} (a template's empty block or prefill, or the model's own)` };
   if (span.tag === 'trailing') {
-    const firstOfTrailing = start === span.start && allSpecial && end - start === 1 && start > 0;
+    // After a missing reply the rest of the stream is nobody's: not padding, text the template does not explain.
+    const departed = result.diagnostics.some((item) => item.code === 'missing-reply' && (item.token === span.start || item.token + 1 === span.start));
+    if (departed && !(start === span.start && allSpecial && end - start === 1)) return { code: 'after-departure', words: 'text after the stream departs from the template' };
+    // The first token of the closing run is the model's stop token when the model's text runs into it (a
+    // secondary EOS, TRL#7039); after an end-of-turn token it is padding.
+    const firstOfTrailing = start === span.start && allSpecial && end - start === 1 && start > 0 && !isSpecial(table, tokens[start - 1]);
     return firstOfTrailing ? { code: 'stop-token', words: `the stop token ${JSON.stringify(text)}` } : { code: 'padding', words: 'padding' };
   }
   if (!text.trim() && previous >= 0 && isSpecial(table, previous)) {
@@ -84,13 +130,23 @@ function partOfPiece(table: ByteTable, tokens: ArrayLike<number>, result: MaskRe
     if (header && end === span.end) return { code: 'header', words: `the template's header ${JSON.stringify(text)}` };
     return { code: 'environment-reply', words: `the environment's reply (${span.tag})` };
   }
-  // The model's text: a last turn that reaches the end of the stream (or its padding) without a stop token was cut.
-  const last = result.spans.findIndex((item) => item === span);
-  const rest = result.spans.slice(last + 1);
-  if (end === span.end && rest.every((item) => item.tag === 'trailing') && !isSpecial(table, tokens[span.end - 1])) {
-    return { code: 'truncated-turn', words: `the truncated last turn (${span.tag}: cut before its stop token)` };
-  }
   return { code: 'model-text', words: `the model's text (${span.tag})` };
+}
+
+/**
+ * Where the model's last turn begins when it was cut: the stream (before its padding) ends in the model's text
+ * on a token that is no stop token. The turn is every action span after the last prompt or reply. -1 when the
+ * last turn ended (or the stream ends on the environment's text).
+ */
+export function truncatedTurnStart(table: ByteTable, tokens: ArrayLike<number>, result: MaskResult): number {
+  const spans = result.spans;
+  let k = spans.length - 1;
+  while (k >= 0 && spans[k].tag === 'trailing') k--;
+  if (k < 0 || spans[k].role !== 'action' || isSpecial(table, tokens[spans[k].end - 1])) return -1;
+  // A closing tag ends a turn too (Search-R1's `</answer>` ends the episode without a stop token); a think block's never does.
+  if (/<\/(?!think>)[A-Za-z_][\w-]*>\s*$/.test(textOf(table, tokens, Math.max(spans[k].start, spans[k].end - 8), spans[k].end))) return -1;
+  while (k > 0 && spans[k - 1].role === 'action') k--;
+  return spans[k].start;
 }
 
 /**
@@ -118,7 +174,7 @@ export function partsOf(table: ByteTable, tokens: ArrayLike<number>, result: Mas
     if (from >= to) return;
     const part = partOfPiece(table, tokens, result, span, from, to);
     const previous = parts[parts.length - 1];
-    if (previous && previous.code === part.code && previous.end === from && (part.code === 'prompt' || part.code === 'padding' || part.code === 'model-text' || part.code === 'environment-reply')) {
+    if (previous && previous.code === part.code && previous.end === from && (part.code === 'prompt' || part.code === 'padding' || part.code === 'model-text' || part.code === 'environment-reply' || part.code === 'truncated-turn' || part.code === 'after-departure')) {
       previous.end = to;
       if (previous.words !== part.words) previous.words = part.code === 'environment-reply' ? "the environment's replies" : part.code === 'model-text' ? "the model's text" : previous.words;
     } else parts.push({ ...part, start: from, end: to });
@@ -132,15 +188,52 @@ export function partsOf(table: ByteTable, tokens: ArrayLike<number>, result: Mas
     const cuts = new Set<number>();
     if (span.start > 0 && isSpecial(table, tokens[span.start - 1]) && !pieceText(table, tokens[span.start]).trim() && span.end > span.start + 1) cuts.add(span.start + 1);
     for (const cut of closingCuts(table, tokens, span)) cuts.add(cut);
+    const history = span.tag === 'prompt' ? historyTurns(table, tokens, span) : [];
+    for (const turn of history) { cuts.add(turn.header); cuts.add(turn.start); cuts.add(turn.end); }
+    const pushPiece = (from: number, to: number) => {
+      const turn = history.find((item) => item.header <= from && to <= item.end);
+      if (!turn) return push(span, from, to);
+      const part = from >= turn.start
+        ? { code: 'history-turn' as const, words: 'an earlier assistant turn, re-rendered into the prompt' }
+        : { code: 'header' as const, words: `the template's header ${JSON.stringify(textOf(table, tokens, from, to))}` };
+      const previous = parts[parts.length - 1];
+      if (previous && previous.code === part.code && previous.end === from && part.code === 'history-turn') previous.end = to;
+      else parts.push({ ...part, start: from, end: to });
+    };
     let at = from;
     for (const cut of [...cuts].sort((a, b) => a - b)) {
       if (cut <= at || cut >= to) continue;
-      push(span, at, cut);
+      pushPiece(at, cut);
       at = cut;
     }
-    push(span, at, to);
+    pushPiece(at, to);
   }
   return parts;
+}
+
+/**
+ * The assistant turns inside a prompt (a history re-rendered into it, prime-rl#1334, verl#6854): from each
+ * assistant header (a special token, then "assistant"/"model" on its line) to the end-of-turn token that closes
+ * the turn. `header` is where the header begins, `start` where the turn's text does. The prompt's own closing
+ * header (the generation prompt) opens no turn.
+ */
+function historyTurns(table: ByteTable, tokens: ArrayLike<number>, span: MaskResult['spans'][number]): Array<{ header: number; start: number; end: number }> {
+  const turns: Array<{ header: number; start: number; end: number }> = [];
+  for (let k = span.start; k < span.end; k++) {
+    if (!isSpecial(table, tokens[k])) continue;
+    // The header runs to its line's end (at most 6 tokens: `<|start_header_id|>assistant<|end_header_id|>\n\n`).
+    let bodyStart = -1;
+    for (let t = k + 1; t < Math.min(span.end, k + 7); t++) {
+      if (pieceText(table, tokens[t]).includes('\n')) { bodyStart = t + 1; break; }
+    }
+    if (bodyStart < 0 || !/^[^\n]*(assistant|model)[^\n]*\n/i.test(textOf(table, tokens, k, bodyStart))) continue;
+    let end = bodyStart;
+    while (end < span.end && !isSpecial(table, tokens[end])) end++;
+    if (end >= span.end) break; // no end-of-turn before the prompt ends: the generation prompt
+    turns.push({ header: k, start: bodyStart, end: end + 1 });
+    k = end;
+  }
+  return turns;
 }
 
 /** The parts in words, the largest three named: "the prompt, the environment's reply (information) and padding". */
@@ -151,6 +244,11 @@ export function partsInWords(parts: Part[]): string {
   const more = names.length > 3 ? ` and ${names.length - 3} more part(s)` : '';
   return `${shown.slice(0, -1).join(', ')}${more ? `, ${shown.at(-1)}` : ` and ${shown.at(-1)}`}${more}`;
 }
+
+const withCause = (table: ByteTable, tokens: ArrayLike<number>, result: MaskResult, start: number): { cause?: Cause } => {
+  const cause = causeOf(table, tokens, result, start);
+  return cause ? { cause } : {};
+};
 
 /**
  * Maximal runs where the mask under audit (`given`) and tagmask's disagree. `shift` = 1 when `given` is
@@ -175,6 +273,7 @@ export function compareMasks(table: ByteTable, tokens: ArrayLike<number>, given:
       protocol: got,
       direction: directionOf(want, got),
       parts: partsOf(table, tokens, result, i, end),
+      ...withCause(table, tokens, result, i),
       before: textOf(table, tokens, Math.max(0, i - CONTEXT_TOKENS), i),
       text: textOf(table, tokens, i, end),
       after: textOf(table, tokens, end, Math.min(tokens.length, end + CONTEXT_TOKENS)),

@@ -199,7 +199,7 @@ export function handleRecord(context: RecordContext, item: InputRecord): void {
   const source = `${where}:${item.number}`;
   let rolloutId: unknown;
   try {
-    const { line, value } = readRecord(item, options.format, mode === 'check');
+    const { line, value } = readRecord(item, options.format, mode === 'check', mode === 'mask' && options.outFormat);
     // Every rollout of the record is masked before anything is written: a failure writes nothing half-done.
     const done: Array<{ prepared: Prepared; result: MaskResult; id: string }> = [];
     for (const rollout of line.rollouts) {
@@ -231,7 +231,7 @@ export function handleRecord(context: RecordContext, item: InputRecord): void {
         const hints = disagreements.length ? optionHints(pool, prepared) : [];
         sink.write(rollout.id, id, { agree: disagreements.length === 0, tokens: rollout.tokens.length, shape: line.shape, frame, field: given.field, pattern, disagreements, diagnostics: result.diagnostics, hints });
         const stream = givenInStream(rollout)!.mask;
-        html?.add(table, { id: rollout.id, tokens: rollout.tokens, result, audit: { mask: stream, frame, disagreements }, source });
+        html?.add(table, { id: rollout.id, tokens: rollout.tokens, result, audit: { mask: stream, frame, disagreements, pattern, hints }, source });
         if (disagreements.length) summary.disagreeing++;
         if (frame === 'targets') summary.targetFrame++;
         for (const run of disagreements) summary.directions.set(run.direction, (summary.directions.get(run.direction) ?? 0) + 1);

@@ -8,7 +8,7 @@ export interface RunSummary {
   actionTokens: number;
   diagnostics: Map<string, number>;
   disagreeing: number;
-  /** check: disagreeing runs by direction ("trains on environment text", "leaves model tokens untrained"). */
+  /** check: disagreeing runs by direction ("trains tokens the model did not sample", "leaves model tokens untrained"). */
   directions: Map<string, number>;
   /** check: masks one shorter than their tokens, read in target space. */
   targetFrame: number;

@@ -77,7 +77,7 @@ def test_check_names_the_disagreement_in_the_frameworks_field(masker):
     verdict = masker.check(wrong)
     assert not verdict and verdict.shape == "verl"
     first = verdict.disagreements[0]
-    assert first.direction == "trains on environment text" and first.field.startswith("response_mask[")
+    assert first.direction == "trains tokens the model did not sample" and first.field.startswith("response_mask[")
     assert first.start == row["mask"].index(0, end)
 
 

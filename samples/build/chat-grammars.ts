@@ -154,6 +154,8 @@ export interface ChatCase {
   padding?: number;
   /** Write `prompt_length` on the line (only where the case is about it). */
   statePromptLength?: boolean;
+  /** Grammar options the case is read under, written on each of its lines. */
+  options?: Record<string, number>;
   /** function-calls: the attributes each <invoke>/<parameter> span must carry, in order. */
   expectedAttrs?: ExpectedAttrs[];
   /** How the stream compares with the template's own rendering of the whole conversation. */
@@ -521,9 +523,10 @@ function thinkingCases(): ChatCase[] {
     chat.sample(think('') + 'The capital of Australia is Canberra.');
     cases.push({
       id: 'e-qwen3-soft-switch-sampled-empty-think',
-      note: 'Qwen3 soft switch: enable_thinking is left on and the user writes "/no_think", so the MODEL itself writes the empty block "<think>\\n\\n</think>\\n\\n" right after "<|im_start|>assistant\\n": sampled, action (mask 1), byte-identical to the block the template inserts with enable_thinking=false. Only prompt_length can tell them apart, so it is given: the prompt ends at the assistant header.',
+      note: 'Qwen3 soft switch: enable_thinking is left on and the user writes "/no_think", so the MODEL itself writes the empty block "<think>\\n\\n</think>\\n\\n" right after "<|im_start|>assistant\\n": sampled, action (mask 1), byte-identical to the block the template inserts with enable_thinking=false. Only the option tells them apart (a framework can inject the template\'s block right after prompt_ids too, verl#2189), so the line says template_think=0; the prompt ends at the assistant header.',
       pieces: chat.pieces,
       statePromptLength: true,
+      options: { template_think: 0 },
       streamVsTemplate: chat.streamVsTemplate(),
     });
   }
@@ -888,6 +891,7 @@ export function rolloutLine({ chatCase: c, segments }: BuiltCase) {
     tokens: tokensOf(segments),
     mask: maskOf(segments),
     ...(c.statePromptLength ? { prompt_length: segments[0].ids.length } : {}),
+    ...(c.options ? { options: c.options } : {}),
     ...(c.expectedAttrs ? { expected_attrs: c.expectedAttrs } : {}),
   };
 }
@@ -926,6 +930,7 @@ export function retokenizedLine(t: Tokenizer, { chatCase: c, segments }: BuiltCa
       (straddles.length ? `Tokens straddling a piece boundary: ${straddles.join(', ')}.` : 'No token straddles a piece boundary.'),
     tokens,
     ...(promptLength !== undefined ? { prompt_length: promptLength } : {}),
+    ...(c.options ? { options: c.options } : {}),
   };
 }
 
@@ -953,7 +958,7 @@ export function transitions({ segments }: BuiltCase): Transition[] {
   return out;
 }
 
-export const trajectoryLine = (b: BuiltCase) => ({ id: b.chatCase.id, transitions: transitions(b), advantage: 1 });
+export const trajectoryLine = (b: BuiltCase) => ({ id: b.chatCase.id, transitions: transitions(b), advantage: 1, ...(b.chatCase.options ? { options: b.chatCase.options } : {}) });
 
 export const suiteJson = (target: ChatTarget) => ({
   grammar: target.grammar,

@@ -36,6 +36,8 @@ export interface FamilyTarget {
   tokenizer: string;
   tokenizerPackage: string;
   folder: string;
+  /** What suite.json names as its tokenizer, where not tokenizerPackage (a folder inside the suite). */
+  suiteTokenizer?: string;
 }
 
 const tokenizers = new Map<string, Tokenizer>();
@@ -101,7 +103,7 @@ export function writeFamilySuite(target: FamilyTarget, cases: FamilyCase[], samp
   writeFileSync(path.join(dir, 'trajectories.jsonl'), jsonl(built.map((b) => withOptions(b, trajectoryLine(b)))));
   const suite = {
     grammar: target.grammar,
-    tokenizer: target.tokenizerPackage,
+    tokenizer: target.suiteTokenizer ?? target.tokenizerPackage,
     ...(suiteOptions ? { options: suiteOptions } : {}),
     rollouts: 'rollouts.jsonl',
     retokenized: 'retokenized.jsonl',

@@ -28,11 +28,12 @@
  *  - `_info_masked_concatenate_with_padding` puts the observation ids' positions to pad in a parallel
  *    tensor; info_mask = (ids != pad_token_id). Batch padding ends up at the right end → mask 0.
  */
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PreTrainedTokenizer, env } from '@huggingface/transformers';
+import { TIKTOKEN_FILE, tiktokenTokenizerJson } from '../../src/tokenizer/tiktoken.ts';
 
 env.allowRemoteModels = false;
 
@@ -130,8 +131,11 @@ export interface Tokenizer {
 export function loadTokenizer(target: Target): Tokenizer {
   const require = createRequire(import.meta.url);
   const read = (file: string) => JSON.parse(readFileSync(require.resolve(`${target.tokenizerPackage}/${file}`), 'utf8'));
-  const json = read('tokenizer.json');
   const config = read('tokenizer_config.json');
+  // A folder holding a tiktoken rank file (Kimi's shape) instead of tokenizer.json: tagmask's own conversion,
+  // which test/unit/tiktoken-loader.test.ts proves against tiktoken.
+  const tiktoken = path.isAbsolute(target.tokenizerPackage) ? path.join(target.tokenizerPackage, TIKTOKEN_FILE) : '';
+  const json = tiktoken && existsSync(tiktoken) ? tiktokenTokenizerJson(tiktoken, config) : read('tokenizer.json');
   const tok = new PreTrainedTokenizer(json, config);
 
   const idOf = (token: string) => {

@@ -157,116 +157,27 @@ function enumerateStates(machine: AnyStateMachine, eventIndex: Map<string, numbe
   return { leaves, snapshots, edges, keyOf };
 }
 
+/**
+ * Grammar → the scanner's tables, in passes: the machine and its events, every reachable state and its
+ * transitions (enumerateStates), the transition table, the replies' and handovers' facts, the byte automata
+ * per group of states, each state's facts, and the issues only compilation can see.
+ */
 export function compileGrammar(grammar: Grammar): CompiledGrammar {
-  const config = machineConfig(grammar);
-  const machine = createMachine(config as never) as AnyStateMachine;
-
-  const replyNames = Object.keys(grammar.replies);
+  const machine = createMachine(machineConfig(grammar));
   const events = machineEvents(grammar);
   const eventIndex = new Map(events.map((event, index) => [event.type, index]));
   /** The column of an event, found by its family and index (never by a type string built here). */
   const columnOf = (family: EventFamily, index = -1) => events.findIndex((event) => event.family === family && event.index === index);
-  const E = events.length;
 
   const { snapshots, leaves, edges, keyOf } = enumerateStates(machine, eventIndex);
-
-  const S = snapshots.length;
-  const next = new Int32Array(S * E).fill(-1);
-  const codes: Array<TransitionCode[] | undefined> = new Array(S * E);
-  edges.forEach((list, s) => {
-    for (const edge of list) {
-      next[s * E + edge.event] = edge.target;
-      if (edge.codes.length) codes[s * E + edge.event] = edge.codes;
-    }
-  });
-
-  const replies: ReplyInfo[] = replyNames.map((name) => {
-    const reply = grammar.replies[name];
-    return {
-      name,
-      openText: reply.open,
-      textText: reply.text,
-      closeOptionalText: reply.close_then_optional,
-      closeOptionalWhen: reply.close_then_optional_when,
-      closeOptionalRules: reply.close_then_optional_rules,
-      repeats: reply.repeats,
-      budget: reply.max_tokens,
-      event: columnOf('REPLY', replyNames.indexOf(name)),
-    };
-  });
-  const replyIndex = new Map(replyNames.map((name, at) => [name, at]));
-  const handovers: HandoverInfo[] = grammar.handovers.map((handover) => ({
-    replies: handover.replies.map((name) => replyIndex.get(name)!),
-    modelContinues: handover.model_continues,
-    overlap: handover.overlap,
-    overlapWhen: handover.overlap_when,
-  }));
-
-  const others = modelLiterals(grammar).map((item) => item.literal);
-  const handoverLiterals = new Set(grammar.handovers.flatMap((handover) => (handover.after === undefined ? [] : [handover.after])));
-  const literalsOf = ({ family, index, name }: MachineEvent, snapshot: AnyMachineSnapshot): Array<Omit<DfaLiteral, 'event'>> => {
-    const plain = (literal: string | undefined) => {
-      if (literal === undefined) return [];
-      const bytes = utf8.encode(literal);
-      return [{ source: literal, bytes, back: bytes.length, endsBefore: false, interrupt: -1, header: -1, lineStart: false, attributes: false, opens: false }];
-    };
-    switch (family) {
-      case 'PROMPT_END': return grammar.prompt.ends_after.flatMap((literal) => plain(literal));
-      case 'OPEN': {
-        const tag = grammar.tags[name!];
-        return tag.open.map((literal) => ({ ...plain(literal)[0], lineStart: tag.line_start, attributes: tag.attributes, opens: true }));
-      }
-      case 'CLOSE': return grammar.tags[name!].close.filter((literal) => !handoverLiterals.has(literal)).flatMap((literal) => plain(literal));
-      case 'HANDOVER': return plain(grammar.handovers[index].after);
-      case 'INTERRUPT': {
-        const text = grammar.replies[name!].text!;
-        const { trigger, bytesToEnd } = interruptTrigger(utf8.encode(text), others.map((literal) => utf8.encode(literal)));
-        return [{ ...plain(text)[0], bytes: trigger, interrupt: index, back: bytesToEnd }];
-      }
-      // A header starts its own (observation) state at its first byte, as a tag opening does.
-      case 'HEADER': return [{ ...plain(grammar.headers[index])[0], header: index, opens: true }];
-      case 'REOPEN': return plain(grammar.replies[metaOf(snapshot).reply ?? '']?.open);
-      case 'REPLY_END': {
-        const reply = grammar.replies[metaOf(snapshot).reply ?? ''];
-        if (!reply || reply.text !== undefined) return [];
-        if (reply.ends_before !== undefined) {
-          // The literal is the model's: it keeps the line-start rule of the tag it opens.
-          const lineStart = Object.values(grammar.tags).some((tag) => tag.line_start && tag.open.includes(reply.ends_before!));
-          return [{ ...plain(reply.ends_before)[0], endsBefore: true, lineStart }];
-        }
-        return plain(reply.close);
-      }
-      default: return [];
-    }
-  };
-
-  // One automaton per group of states whose literals mean the same everywhere: all the model's kinds share
-  // one (the scanner passes over a literal the current kind does not take, such as another tag's close: see
-  // StateInfo.takes), the prompt and each reply have their own (a reply's close is heard only in it). One per
-  // kind made 400 tags 401 automata of ~2 MB each.
-  const roles = snapshots.map((snapshot): Role | undefined => (snapshot.hasTag('prompt') ? 'prompt' : snapshot.hasTag('action') ? 'action'
-    : snapshot.hasTag('observation') ? 'observation' : snapshot.hasTag('trailing') ? 'trailing' : undefined));
+  const { next, codes } = transitionTable(edges, events.length);
+  const replies = replyFacts(grammar, columnOf);
+  const handovers = handoverFacts(grammar);
+  const roles = snapshots.map(roleOf);
+  // The model's kinds form one group; every other state (the prompt, each reply, each header) its own.
   const groupOf = (s: number) => (roles[s] === 'action' ? 'action' : keyOf(snapshots[s]));
-  const groups = new Map<string, { first: number; events: Set<number> }>();
-  snapshots.forEach((_, s) => {
-    if (roles[s] === undefined) return;
-    let group = groups.get(groupOf(s));
-    if (!group) groups.set(groupOf(s), group = { first: s, events: new Set() });
-    for (const edge of edges[s]) group.events.add(edge.event);
-  });
-  const dfas: Dfa[] = [];
-  const dfaOfGroup = new Map<string, number>();
-  const dfaByLiterals = new Map<string, number>();
-  for (const [name, group] of groups) {
-    // The model's kinds hear no reply's close (REPLY_END, REOPEN): every literal of theirs is the same in each.
-    const literals: DfaLiteral[] = [...group.events].sort((a, b) => a - b)
-      .flatMap((event) => literalsOf(events[event], snapshots[group.first]).map((literal) => ({ ...literal, event })));
-    if (!literals.length) continue;
-    const key = literals.map((literal) => `${literal.event}/${literal.endsBefore}/${literal.interrupt}/${literal.header}/${literal.lineStart}/${literal.attributes}/${JSON.stringify(literal.source)}/${Buffer.from(literal.bytes).toString('hex')}`).join(',');
-    let at = dfaByLiterals.get(key);
-    if (at === undefined) { at = dfas.length; dfaByLiterals.set(key, at); dfas.push(buildDfa(literals)); }
-    dfaOfGroup.set(name, at);
-  }
+  const { dfas, dfaOfGroup } = buildAutomata(grammar, events, snapshots, roles, edges, groupOf);
+  const replyIndex = new Map(Object.keys(grammar.replies).map((name, at) => [name, at]));
   const states: StateInfo[] = snapshots.map((snapshot, s) => {
     const meta = metaOf(snapshot);
     const dfa = roles[s] === undefined ? -1 : dfaOfGroup.get(groupOf(s)) ?? -1;
@@ -278,21 +189,9 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
       handover: meta.handover ?? -1,
       reply: meta.reply === undefined ? -1 : replyIndex.get(meta.reply)!,
       header: meta.header ?? -1,
-      takes: Uint8Array.from(dfa < 0 ? [] : dfas[dfa].literals, (literal) => (next[s * E + literal.event] >= 0 ? 1 : 0)),
+      takes: Uint8Array.from(dfa < 0 ? [] : dfas[dfa].literals, (literal) => (next[s * events.length + literal.event] >= 0 ? 1 : 0)),
     };
   });
-
-  const issues: GrammarIssue[] = [];
-  // Every state the machine declares can be entered (a kind nested by `contains` whenever its outer kind can).
-  const reached = new Set(leaves);
-  const unreached = (node: AnyStateNode): void => {
-    const children = Object.values(node.states);
-    if (!children.length && !reached.has(node)) issues.push(grammarIssue('unreachable-state', '', { name: node.meta?.reply !== undefined ? `reply-${node.meta.reply}` : node.key }));
-    children.forEach(unreached);
-  };
-  unreached(machine.root);
-  // The exact count, refused here (at load and by `grammar check` alike), so mask never meets it first.
-  if (dfas.length > MAX_AUTOMATA) issues.push(grammarIssue('too-many-automata', 'replies', { detail: `${dfas.length} automata`, budget: MAX_AUTOMATA }));
 
   return {
     grammar, machine, states, events, next, codes, dfas, replies, handovers,
@@ -305,6 +204,154 @@ export function compileGrammar(grammar: Grammar): CompiledGrammar {
     promptOptionalWhen: grammar.prompt.then_optional_when,
     promptOptionalRules: grammar.prompt.then_optional_rules,
     headers: grammar.headers,
-    issues,
+    issues: compileIssues(machine, leaves, dfas),
   };
+}
+
+/** The edges as flat tables the scanner indexes by `state * events + event`: next state (-1: not taken) and codes. */
+function transitionTable(edges: Edge[][], eventCount: number): { next: Int32Array; codes: Array<TransitionCode[] | undefined> } {
+  const next = new Int32Array(edges.length * eventCount).fill(-1);
+  const codes: Array<TransitionCode[] | undefined> = new Array(edges.length * eventCount);
+  edges.forEach((list, s) => {
+    for (const edge of list) {
+      next[s * eventCount + edge.event] = edge.target;
+      if (edge.codes.length) codes[s * eventCount + edge.event] = edge.codes;
+    }
+  });
+  return { next, codes };
+}
+
+function replyFacts(grammar: Grammar, columnOf: (family: EventFamily, index?: number) => number): ReplyInfo[] {
+  return Object.entries(grammar.replies).map(([name, reply], index) => ({
+    name,
+    openText: reply.open,
+    textText: reply.text,
+    closeOptionalText: reply.close_then_optional,
+    closeOptionalWhen: reply.close_then_optional_when,
+    closeOptionalRules: reply.close_then_optional_rules,
+    repeats: reply.repeats,
+    budget: reply.max_tokens,
+    event: columnOf('REPLY', index),
+  }));
+}
+
+function handoverFacts(grammar: Grammar): HandoverInfo[] {
+  const replyIndex = new Map(Object.keys(grammar.replies).map((name, at) => [name, at]));
+  return grammar.handovers.map((handover) => ({
+    replies: handover.replies.map((name) => replyIndex.get(name)!),
+    modelContinues: handover.model_continues,
+    overlap: handover.overlap,
+    overlapWhen: handover.overlap_when,
+  }));
+}
+
+/** A state's role, from the tags machine.ts gives it; undefined for the states between turns (a handover). */
+function roleOf(snapshot: AnyMachineSnapshot): Role | undefined {
+  return snapshot.hasTag('prompt') ? 'prompt' : snapshot.hasTag('action') ? 'action'
+    : snapshot.hasTag('observation') ? 'observation' : snapshot.hasTag('trailing') ? 'trailing' : undefined;
+}
+
+/** What the literal readers share: the grammar, its model literals (an interrupt's trigger avoids them) and its handover literals. */
+interface LiteralContext { grammar: Grammar; modelLiterals: Uint8Array[]; handoverLiterals: Set<string> }
+
+type EventLiteral = Omit<DfaLiteral, 'event'>;
+
+/** A literal heard as itself: matched whole, the event taken at its end. */
+function plainLiteral(literal: string): EventLiteral {
+  const bytes = utf8.encode(literal);
+  return { source: literal, bytes, back: bytes.length, endsBefore: false, interrupt: -1, header: -1, lineStart: false, attributes: false, opens: false };
+}
+const plainLiterals = (literal: string | undefined): EventLiteral[] => (literal === undefined ? [] : [plainLiteral(literal)]);
+
+/**
+ * The literals that fire `event` in the state of `snapshot`. A reply's end and reopening depend on which reply the
+ * state is (its meta); every other event's literals are the same in every state that takes it.
+ */
+function literalsOf(context: LiteralContext, { family, index, name }: MachineEvent, snapshot: AnyMachineSnapshot): EventLiteral[] {
+  const { grammar } = context;
+  switch (family) {
+    case 'PROMPT_END': return grammar.prompt.ends_after.map(plainLiteral);
+    case 'OPEN': {
+      const tag = grammar.tags[name!];
+      return tag.open.map((literal) => ({ ...plainLiteral(literal), lineStart: tag.line_start, attributes: tag.attributes, opens: true }));
+    }
+    // A close that is also a handover's literal is heard as the handover (machine.ts declares no close event for it).
+    case 'CLOSE': return grammar.tags[name!].close.filter((literal) => !context.handoverLiterals.has(literal)).map(plainLiteral);
+    case 'HANDOVER': return plainLiterals(grammar.handovers[index].after);
+    case 'INTERRUPT': {
+      // Heard anywhere in a model turn: matched on a trigger (a part no model literal holds), so the model's own
+      // literals keep their meaning; `back` says how far the text ends past the trigger's start.
+      const text = grammar.replies[name!].text!;
+      const { trigger, bytesToEnd } = interruptTrigger(utf8.encode(text), context.modelLiterals);
+      return [{ ...plainLiteral(text), bytes: trigger, interrupt: index, back: bytesToEnd }];
+    }
+    // A header starts its own (observation) state at its first byte, as a tag opening does.
+    case 'HEADER': return [{ ...plainLiteral(grammar.headers[index]), header: index, opens: true }];
+    case 'REOPEN': return plainLiterals(grammar.replies[metaOf(snapshot).reply ?? '']?.open);
+    case 'REPLY_END': return replyEndLiterals(grammar, metaOf(snapshot).reply);
+    default: return [];
+  }
+}
+
+/** What ends the reply `name`: its close, or the model literal it ends before; nothing for a fixed-text reply. */
+function replyEndLiterals(grammar: Grammar, name: string | undefined): EventLiteral[] {
+  const reply = grammar.replies[name ?? ''];
+  if (!reply || reply.text !== undefined) return [];
+  if (reply.ends_before !== undefined) {
+    // The literal is the model's: it keeps the line-start rule of the tag it opens.
+    const lineStart = Object.values(grammar.tags).some((tag) => tag.line_start && tag.open.includes(reply.ends_before!));
+    return [{ ...plainLiteral(reply.ends_before), endsBefore: true, lineStart }];
+  }
+  return plainLiterals(reply.close);
+}
+
+/**
+ * One automaton per group of states whose literals mean the same everywhere: all the model's kinds share
+ * one (the scanner passes over a literal the current kind does not take, such as another tag's close: see
+ * StateInfo.takes), the prompt and each reply have their own (a reply's close is heard only in it). One per
+ * kind made 400 tags 401 automata of ~2 MB each. Groups with the same literals share one automaton.
+ */
+function buildAutomata(grammar: Grammar, events: MachineEvent[], snapshots: AnyMachineSnapshot[], roles: Array<Role | undefined>, edges: Edge[][], groupOf: (s: number) => string): { dfas: Dfa[]; dfaOfGroup: Map<string, number> } {
+  const groups = new Map<string, { first: number; events: Set<number> }>();
+  snapshots.forEach((_, s) => {
+    if (roles[s] === undefined) return;
+    let group = groups.get(groupOf(s));
+    if (!group) groups.set(groupOf(s), group = { first: s, events: new Set() });
+    for (const edge of edges[s]) group.events.add(edge.event);
+  });
+  const context: LiteralContext = {
+    grammar,
+    modelLiterals: modelLiterals(grammar).map((item) => utf8.encode(item.literal)),
+    handoverLiterals: new Set(grammar.handovers.flatMap((handover) => (handover.after === undefined ? [] : [handover.after]))),
+  };
+  const dfas: Dfa[] = [];
+  const dfaOfGroup = new Map<string, number>();
+  const dfaByLiterals = new Map<string, number>();
+  for (const [name, group] of groups) {
+    // The model's kinds hear no reply's close (REPLY_END, REOPEN): every literal of theirs is the same in each.
+    const literals: DfaLiteral[] = [...group.events].sort((a, b) => a - b)
+      .flatMap((event) => literalsOf(context, events[event], snapshots[group.first]).map((literal) => ({ ...literal, event })));
+    if (!literals.length) continue;
+    const key = literals.map((literal) => `${literal.event}/${literal.endsBefore}/${literal.interrupt}/${literal.header}/${literal.lineStart}/${literal.attributes}/${JSON.stringify(literal.source)}/${Buffer.from(literal.bytes).toString('hex')}`).join(',');
+    let at = dfaByLiterals.get(key);
+    if (at === undefined) { at = dfas.length; dfaByLiterals.set(key, at); dfas.push(buildDfa(literals)); }
+    dfaOfGroup.set(name, at);
+  }
+  return { dfas, dfaOfGroup };
+}
+
+/** Problems only compilation can see: a state nothing enters, more automata than the scanner may hold. */
+function compileIssues(machine: AnyStateMachine, leaves: AnyStateNode[], dfas: Dfa[]): GrammarIssue[] {
+  const issues: GrammarIssue[] = [];
+  // Every state the machine declares can be entered (a kind nested by `contains` whenever its outer kind can).
+  const reached = new Set(leaves);
+  const unreached = (node: AnyStateNode): void => {
+    const children = Object.values(node.states);
+    if (!children.length && !reached.has(node)) issues.push(grammarIssue('unreachable-state', '', { name: node.meta?.reply !== undefined ? `reply-${node.meta.reply}` : node.key }));
+    children.forEach(unreached);
+  };
+  unreached(machine.root);
+  // The exact count, refused here (at load and by `grammar check` alike), so mask never meets it first.
+  if (dfas.length > MAX_AUTOMATA) issues.push(grammarIssue('too-many-automata', 'replies', { detail: `${dfas.length} automata`, budget: MAX_AUTOMATA }));
+  return issues;
 }

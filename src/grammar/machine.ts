@@ -2,6 +2,7 @@
  * The xstate machine a grammar means: the single definition of the protocol (who may write next, which
  * kind a span has, which diagnostics a step raises). compile.ts enumerates it into tables.
  */
+import type { AnyEventObject, AnyStateNodeConfig, MachineConfig, MachineContext } from 'xstate';
 import type { Grammar } from './schema.ts';
 import { MAX_NESTING } from './check.ts';
 import type { TransitionCode } from '../diagnostics.ts';
@@ -34,8 +35,12 @@ export function machineEvents(grammar: Grammar): MachineEvent[] {
   return events;
 }
 
+/** A state's config and its `on`, as xstate types them (events are typed by string, so any event may be named). */
+type StateConfig = AnyStateNodeConfig;
+type Transitions = NonNullable<StateConfig['on']>;
+
 /** The xstate machine config a grammar means. Plain data, so it can be printed, tested and visualised. */
-export function machineConfig(grammar: Grammar) {
+export function machineConfig(grammar: Grammar): MachineConfig<MachineContext, AnyEventObject> {
   const tagNames = Object.keys(grammar.tags);
   const tagIndex = new Map(tagNames.map((tag, index) => [tag, index]));
   const replyIndex = new Map(Object.keys(grammar.replies).map((reply, index) => [reply, index]));
@@ -48,7 +53,7 @@ export function machineConfig(grammar: Grammar) {
 
   // A handover literal is heard in every kind of the turn: Search-R1 cuts after the first </search>,
   // even one written inside <think>. A tag whose close is such a literal has no separate close event.
-  const modelOn: Record<string, unknown> = {};
+  const modelOn: Transitions = {};
   const handoverLiterals = new Set<string>();
   grammar.handovers.forEach((handover, index) => {
     if (handover.after === undefined) return;
@@ -86,12 +91,12 @@ export function machineConfig(grammar: Grammar) {
   const opens = (nested: boolean) => Object.fromEntries(tagNames.map((tag) => [
     OPEN(tag), { target: target([tag]), actions: [...(nested ? [report('nested-tag')] : []), ...lookalike(tag)] },
   ]));
-  const outside: Record<string, unknown> = {};
-  const inside: Record<string, unknown> = {};
+  const outside: Record<string, StateConfig> = {};
+  const inside: Record<string, StateConfig> = {};
   for (const stack of stacks) {
     const kind = stack[stack.length - 1];
     const own = kind === 'text' ? undefined : grammar.tags[kind];
-    const on: Record<string, unknown> = {};
+    const on: Transitions = {};
     for (const inner of own?.contains ?? []) {
       if (idOf.has(stateName([...stack, inner]))) on[OPEN(inner)] = { target: target([...stack, inner]), actions: lookalike(inner) };
     }
@@ -101,18 +106,18 @@ export function machineConfig(grammar: Grammar) {
     }
     (own?.close.length ? inside : outside)[stateName(stack)] = { id: idOf.get(stateName(stack)), meta: { kind }, on };
   }
-  const kindStates: Record<string, unknown> = { outside: { initial: 'text', on: opens(false), states: outside } };
+  const kindStates: Record<string, StateConfig> = { outside: { initial: 'text', on: opens(false), states: outside } };
   if (Object.keys(inside).length) kindStates.inside = { initial: Object.keys(inside)[0], on: opens(true), states: inside };
 
   // END: the stream's closing padding begins; wherever the protocol stands, the rest is trailing.
   modelOn.END = 'done';
-  const states: Record<string, unknown> = {
+  const states: Record<string, StateConfig> = {
     prompt: { tags: ['prompt'], meta: { kind: 'prompt' }, on: { PROMPT_END: 'model', END: 'done' } },
     model: { tags: ['action'], initial: 'outside', on: modelOn, states: kindStates },
     done: { tags: ['trailing'], meta: { kind: 'trailing' }, type: 'final' },
   };
   grammar.handovers.forEach((handover, index) => {
-    const on: Record<string, unknown> = {};
+    const on: Transitions = {};
     for (const reply of handover.replies) on[typeOf('REPLY', replyIndex.get(reply)!)] = replyState(reply);
     on.END = 'done';
     // The template's header after the handover (two assistant messages in a row, an SFT conversation).
@@ -126,7 +131,7 @@ export function machineConfig(grammar: Grammar) {
     states[`handover-${index}`] = { meta: { handover: index }, on };
   });
   for (const [name, reply] of Object.entries(grammar.replies)) {
-    const on: Record<string, unknown> = { REPLY_END: 'model', END: 'done' };
+    const on: Transitions = { REPLY_END: 'model', END: 'done' };
     // The reply's own opening inside it: an earlier reply was cut (its close is missing) and swallowed a turn.
     if (reply.open !== undefined && reply.close !== undefined && !reply.reopens) on.REOPEN = { actions: [report('reply-in-reply')] };
     states[replyState(name)] = { tags: ['observation'], meta: { kind: name, reply: name }, on };

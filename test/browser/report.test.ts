@@ -72,7 +72,7 @@ const sample = (id: string) => {
 const HOSTILE_ID = 'hostile</script><script>alert("id")</script>';
 const HOSTILE_ANSWER = '<answer> </script><script>alert(1)</script> "q" & \'x\' <b>bold</b> </answer>';
 
-interface Flip { id: string; token: number; direction: 'trains on environment text' | 'leaves model tokens untrained' }
+interface Flip { id: string; token: number; direction: 'trains tokens the model did not sample' | 'leaves model tokens untrained' }
 
 /** The check input: every sample with its constructed mask, a few bits flipped, a hostile rollout, a bad line. */
 async function buildCheckInput() {
@@ -86,7 +86,7 @@ async function buildCheckInput() {
       // the first environment token after the model's first turn: 0 → 1
       const firstObservation = copy.mask.indexOf(0, firstAction);
       copy.mask[firstObservation] = 1;
-      flips.push({ id: line.id, token: firstObservation, direction: 'trains on environment text' });
+      flips.push({ id: line.id, token: firstObservation, direction: 'trains tokens the model did not sample' });
       if (line.id === 'c-single-search-then-answer') {
         // the model's first token: 1 → 0
         copy.mask[firstAction] = 0;
@@ -177,7 +177,7 @@ describe('check --html in chromium', { timeout: 120_000 }, () => {
     const rows = await opened.page.locator('#summary tr').evaluateAll((elements) => elements.map((row) => Array.from((row as unknown as { children: ArrayLike<{ textContent: string | null }> }).children, (cell) => cell.textContent ?? '')));
     expect(rows).toContainEqual(['rollouts', String(built.lines.length + 1), '1 could not be masked']);
     expect(summary).toContain('1 could not be masked');
-    expect(summary).toMatch(/the given mask trains on environment text\s*2\s*2/);
+    expect(summary).toMatch(/the given mask trains tokens the model did not sample\s*2\s*2/);
     expect(summary).toMatch(/the given mask leaves model tokens untrained\s*1\s*1/);
     expect(summary).toContain('1 one shorter than their tokens, read in target space');
     await screenshot(opened, 'check-summary');
@@ -194,11 +194,14 @@ describe('check --html in chromium', { timeout: 120_000 }, () => {
     expect(jumps).toHaveLength(flips.length);
     flips.forEach((flip, k) => {
       expect(jumps[k]).toContain(`tokens [${flip.token}, ${flip.token + 1}) mask-mismatch`);
-      expect(jumps[k]).toContain(flip.direction === 'trains on environment text' ? 'given 1, protocol 0: the given mask trains on environment text' : 'given 0, protocol 1: the given mask leaves model tokens untrained');
+      // Each run named by its part: the flipped first token of the information block, the model's first think token.
+      expect(jumps[k]).toContain(flip.direction === 'trains tokens the model did not sample'
+        ? "given 1, protocol 0: the given mask trains on environment text: the environment's reply (information)"
+        : "given 0, protocol 1: the given mask leaves the model's text (think) untrained");
     });
     // Both columns mark the run, by direction (outline style and an icon, not colour alone).
     for (const flip of flips) {
-      const cls = flip.direction === 'trains on environment text' ? 'up' : 'dn';
+      const cls = flip.direction === 'trains tokens the model did not sample' ? 'up' : 'dn';
       for (const column of ['given', 'protocol']) {
         await expect.poll(() => tab.getAttribute(`.column-${column} .k[data-i="${flip.token}"]`, 'class')).toMatch(new RegExp(`\\b${cls}\\b`));
       }
@@ -210,10 +213,10 @@ describe('check --html in chromium', { timeout: 120_000 }, () => {
     expect(await tab.getAttribute(`.column-given .k[data-i="${down.token}"]`, 'class')).toMatch(/\bo\b/);
     expect(await tab.getAttribute(`.column-protocol .k[data-i="${down.token}"]`, 'class')).toMatch(/\ba\b/);
     // A jump focuses the run's first token in the protocol column.
-    const up = flips.find((flip) => flip.direction === 'trains on environment text')!;
+    const up = flips.find((flip) => flip.direction === 'trains tokens the model did not sample')!;
     await tab.click(`.disagreement-list button:has-text("tokens [${up.token}, ")`);
     expect(await tab.evaluate(() => [document.activeElement?.getAttribute('data-i'), document.activeElement?.closest('.text')?.getAttribute('data-column')])).toEqual([String(up.token), 'protocol']);
-    await expect.poll(() => tab.textContent('#tip')).toContain('the given mask trains on environment text');
+    await expect.poll(() => tab.textContent('#tip')).toContain("the given mask trains on environment text: the environment's reply (information)");
     await screenshot(opened, 'check-disagreements');
     expectClean(opened, page);
     await opened.context.close();
@@ -357,6 +360,57 @@ describe('check --html in chromium', { timeout: 120_000 }, () => {
       expectClean(opened, page);
       await opened.context.close();
     }
+  });
+});
+
+/**
+ * Parts, patterns and option hints on the page (issue 17): tinker-cookbook's Qwen3 rendering (test/fixtures), its own
+ * weights under template_think=1 (it trains the empty think block its renderer writes: hinted), and with every
+ * <|im_end|> untrained (TRL#6357: the pattern), and with the end-of-turn newline trained (verifiers#58: the part).
+ */
+describe('check --html names parts, patterns and option hints', { timeout: 120_000 }, () => {
+  it.skipIf(noBrowser)('each rollout says its pattern and hint, each run its part; the summary counts them and filters by them', async () => {
+    const { qwen3Example } = await import('../fixtures/tinker-renderers.ts');
+    const tokenizer = await loadTokenizer(QWEN);
+    const { tokens, weights } = qwen3Example(tokenizer, [
+      { role: 'user', content: 'Weather in Paris?' },
+      { role: 'assistant', content: [{ type: 'text', text: 'Let me look.' }], tool_calls: [{ name: 'get_weather', arguments: { city: 'Paris' } }] },
+      { role: 'tool', content: '{"temperature": 14}' },
+      { role: 'assistant', content: [{ type: 'text', text: 'It is 14 °C.' }] },
+    ]);
+    const imEnd = tokenizer.encode('<|im_end|>')[0];
+    const newline = tokenizer.encode('\n')[0];
+    const lines = [
+      { id: 'tinker', tokens, mask: weights },
+      { id: 'stops', tokens, mask: weights.map((bit, i) => (tokens[i] === imEnd ? 0 : bit)), options: { template_think: 0 } },
+      { id: 'newline', tokens, mask: weights.map((bit, i) => (i > 0 && tokens[i - 1] === imEnd && tokens[i] === newline ? 1 : bit)), options: { template_think: 0 } },
+    ];
+    const input = join(dir, 'named.jsonl');
+    writeFileSync(input, lines.map((line) => JSON.stringify(line)).join('\n') + '\n');
+    const file = join(dir, 'named.html');
+    const run = tagmask(['check', '--grammar', 'qwen3-tools', '--tokenizer', QWEN, input, '--html', file]);
+    expect(run.code, run.stderr).toBe(1);
+    const opened = await open(file);
+    const { page: tab } = opened;
+    const summary = await tab.textContent('#summary');
+    expect(summary).toMatch(/pattern\s*stop-tokens-untrained\s*1 rollout\(s\)/);
+    expect(summary).toMatch(/part\s*newline-after-stop\s*\d+ run\(s\)/);
+    await showRollout(tab, 'stops');
+    expect(await tab.textContent('.note.pattern')).toContain('The given mask follows a pattern (stop-tokens-untrained): every stop token untrained');
+    expect(await tab.locator('.disagreement-list button').first().textContent()).toContain('the given mask leaves the end-of-turn token "<|im_end|>" untrained');
+    await showRollout(tab, 'tinker');
+    expect(await tab.textContent('.note.option-hint')).toBe('With --set template_think=0 these masks agree.');
+    await showRollout(tab, 'newline');
+    expect(await tab.locator('.disagreement-list button').first().textContent()).toContain('the given mask trains the template\'s "\\n" after "<|im_end|>", which the model did not sample');
+    // The filters: by pattern, then by part (from the summary's buttons).
+    await tab.selectOption('#filter-pattern', 'stop-tokens-untrained');
+    expect(await tab.locator('#list .rid').allTextContents()).toEqual(['stops']);
+    await tab.selectOption('#filter-pattern', '');
+    await tab.click('.part-filter[data-part="newline-after-stop"]');
+    expect(await tab.locator('#list .rid').allTextContents()).toEqual(['newline']);
+    await screenshot(opened, 'check-named');
+    expectClean(opened, file);
+    await opened.context.close();
   });
 });
 

@@ -265,13 +265,13 @@ describe.concurrent('tagmask check', { timeout: 60_000 }, () => {
     const at = line.prompt_ids.length;
     expect(disagreements.map(({ start, end, given, protocol, direction }: Record<string, unknown>) => ({ start, end, given, protocol, direction }))).toEqual([
       { start: at, end: at + 1, given: 0, protocol: 1, direction: 'leaves model tokens untrained' },
-      { start: at + j, end: at + j + 1, given: 1, protocol: 0, direction: 'trains on environment text' },
+      { start: at + j, end: at + j + 1, given: 1, protocol: 0, direction: 'trains tokens the model did not sample' },
     ]);
     expect(disagreements[0]).not.toHaveProperty('expected');
     // Each run says which part of the protocol its tokens are: the model's think block, the retriever's reply.
     expect(run.stderr).toContain(`c-single-search-then-answer: mask-mismatch tokens [${at}, ${at + 1}) given 0, protocol 1: the given mask leaves the model's text (think) untrained`);
     expect(run.stderr).toContain(`c-single-search-then-answer: mask-mismatch tokens [${at + j}, ${at + j + 1}) given 1, protocol 0: the given mask trains on environment text: the environment's reply (information)`);
-    expect(run.stderr).toContain('1 run(s) where the given mask trains on environment text');
+    expect(run.stderr).toContain('1 run(s) where the given mask trains tokens the model did not sample');
     expect(run.stderr).toContain('1 run(s) where the given mask leaves model tokens untrained');
   });
 });
@@ -328,7 +328,7 @@ describe('check reads tinker datums', () => {
     const disagree = tagmaskSync(['check', '--grammar', 'tutorial', '--tokenizer', 'samples/tutorial-404/tokenizer.json', '-'], { input: `${wrong}\n` });
     expect(disagree.code).toBe(1);
     // Target index 1 is token 2 (302), part of the prompt.
-    expect(JSON.parse(disagree.stdout)).toMatchObject({ frame: 'targets', disagreements: [{ start: 2, end: 3, given: 1, protocol: 0, direction: 'trains on environment text' }] });
+    expect(JSON.parse(disagree.stdout)).toMatchObject({ frame: 'targets', disagreements: [{ start: 2, end: 3, given: 1, protocol: 0, direction: 'trains tokens the model did not sample' }] });
     // The report says the mask was read in target space before giving token ranges.
     expect(disagree.stderr).toContain('d: the mask has 4 values for 5 tokens, read in target space');
     expect(disagree.stderr).toContain('1 mask(s) one shorter than their tokens, read in target space');

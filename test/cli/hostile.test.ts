@@ -449,3 +449,85 @@ describe('integer ids past 2^53 (issue 20 item 10, JSONL)', { timeout: 120_000 }
     expect(run.stderr).toMatch(/big-ids\.jsonl:1: "id" holds an integer past 2\^53/);
   });
 });
+
+describe('tinker write-back puts the mask where tinker trains (issue 20 item 16)', { timeout: 120_000 }, () => {
+  it('--out-format on datums: advantages 0 where the mask is 0, TensorData kept; targets that are not the shifted input fail their line, located', async () => {
+    // Datums from tagmask merge over the sample trajectories: their mask and advantages come from provenance
+    // (which transition wrote each token), the expectation here. Advantage -0.5 (exact in float32) tells it from the mask.
+    const merged = await tagmask(['merge', join(ROOT, 'samples/search-r1-qwen3/trajectories.jsonl')]);
+    const datums = jsonLines(merged.stdout);
+    const pick = (id: string) => datums.find((datum) => datum.id === id);
+    const A = -0.5;
+    const tensor = (data: number[], dtype: string) => ({ data, dtype, shape: [data.length] });
+    const asDatum = (flat: any, trains: number[]) => ({
+      id: flat.id,
+      model_input: { chunks: [{ tokens: flat.tokens, type: 'encoded_text' }] },
+      loss_fn_inputs: {
+        target_tokens: tensor(flat.target_tokens, 'int64'), logprobs: tensor(flat.logprobs, 'float32'),
+        advantages: tensor(trains.map((bit) => (bit ? A : 0)), 'float32'), mask: tensor(trains, 'float32'),
+      },
+    });
+    const three = pick('d-three-searches');
+    const first = three.mask.indexOf(1);
+    // Planted: every target after the first action trains, the search results too.
+    const overTrained = asDatum(three, three.mask.map((bit: number, i: number) => (i >= first ? 1 : bit)));
+    const single = pick('c-single-search-then-answer');
+    const shifted = asDatum(single, single.mask);
+    shifted.loss_fn_inputs.target_tokens.data = single.target_tokens.map((id: number, i: number) => (i === 5 ? id + 1 : id));
+    const plain = { ...single, advantages: single.mask.map((bit: number) => (bit ? A : 0)) };
+    const input = file('datums.jsonl', `${[overTrained, shifted, plain].map((line) => JSON.stringify(line)).join('\n')}\n`);
+    const run = await tagmask([...MASK, '--out-format', input]);
+    expect(run.code).toBe(1);
+    const out = jsonLines(run.stdout);
+    expect(out).toHaveLength(3);
+    const expected = asDatum(three, three.mask);
+    expect(out[0].loss_fn_inputs.advantages).toEqual(expected.loss_fn_inputs.advantages);
+    expect(out[0].loss_fn_inputs.mask).toEqual(expected.loss_fn_inputs.mask);
+    expect(out[0]).toEqual(expected);
+    expect(out[1]).toMatchObject({ id: 'c-single-search-then-answer', line: 2 });
+    expect(out[1].error).toMatch(new RegExp(`^loss_fn_inputs\\.target_tokens\\[5\\] is ${single.target_tokens[5] + 1} but input token 6 is ${single.tokens[6]}`));
+    expect(run.stderr).toMatch(/datums\.jsonl:2: loss_fn_inputs\.target_tokens\[5\]/);
+    expect(out[2]).toEqual(plain);
+  });
+});
+
+describe('big integers under --out-format (issue 20: every big integer written back, not only ids)', { timeout: 120_000 }, () => {
+  it('integers past 2^53 anywhere in a JSONL line come back digit for digit, in JSONL and Parquet; one where a count belongs fails its line, named', async () => {
+    const { tokens, mask } = JSON.parse(good);
+    const P = mask.indexOf(1);
+    // Written by hand, so the expected text is the input's own: 2^53 + 1, 2^64 − 1, −(2^63) − 1, and doubles of
+    // 17 significant digits (float32 values as Python writes them) that must not be taken for integers.
+    const lines = [
+      `{"id":"verl","uid":9007199254740993,"step":18446744073709551615,"prompt_ids":${JSON.stringify(tokens.slice(0, P))},"response_ids":${JSON.stringify(tokens.slice(P))},"extra_info":{"seed":-9223372036854775809,"lp":[-0.30000001192092896,1e-17]}}`,
+      `{"id":9007199254740993,"tokens":${JSON.stringify(tokens)},"meta":[12345678901234567890,"12345678901234567890"]}`,
+      `{"id":"slime","tokens":${JSON.stringify(tokens)},"response_length":9007199254740993,"loss_mask":[1]}`,
+    ];
+    const input = file('big-fields.jsonl', `${lines.join('\n')}\n`);
+    const run = await tagmask([...MASK, '--out-format', input]);
+    expect(run.code).toBe(1);
+    const out = run.stdout.split('\n').filter(Boolean);
+    expect(out).toHaveLength(3);
+    // Each line as it came, its mask field added or replaced: the text before the mask field is the input's own.
+    expect(out[0].startsWith(lines[0].slice(0, lines[0].indexOf(',"prompt_ids"')))).toBe(true);
+    expect(out[0]).toContain('"extra_info":{"seed":-9223372036854775809,"lp":[-0.30000001192092896,1e-17]}');
+    expect(out[0]).toMatch(/"response_mask":\[[01,]+\]\}$/);
+    expect(out[1].startsWith(`{"id":9007199254740993,"tokens":${JSON.stringify(tokens)},"meta":[12345678901234567890,"12345678901234567890"],"mask":[`)).toBe(true);
+    expect(JSON.parse(out[2])).toMatchObject({ id: 'slime', line: 3 });
+    expect(JSON.parse(out[2]).error).toBe(`response_length: expected an integer in [0, ${tokens.length}], got 9007199254740993`);
+    expect(run.stderr).toContain('big-fields.jsonl:3: response_length: expected an integer');
+    // Without --out-format nothing is written back: the masks go out as always.
+    const plain = await tagmask([...MASK, file('big-fields-mask.jsonl', `${lines[0]}\n`)]);
+    expect(plain.code).toBe(0);
+    expect(jsonLines(plain.stdout)[0].id).toBe('verl');
+
+    const py = spawnSync('python3', ['-c', 'import pyarrow'], { encoding: 'utf8' });
+    if (py.status !== 0) return void console.warn('Parquet half skipped: python3 with pyarrow is missing');
+    const parquet = join(folder('big-parquet'), 'out.parquet');
+    const toParquet = await tagmask([...MASK, '--out-format', file('big-verl.jsonl', `${lines[0]}\n${lines[0].replace('"verl"', '"verl2"').replace('9007199254740993', '7')}\n`), '-o', parquet]);
+    expect(toParquet.code, toParquet.stderr).toBe(0);
+    // uid fits int64 and is written so; 2^64 − 1 and the object (JSONL objects are JSON columns) as JSON text, exact.
+    const read = spawnSync('python3', ['-c', 'import sys, json, pyarrow.parquet as pq; print(json.dumps([[r["uid"], json.loads(r["step"]), json.loads(r["extra_info"])["seed"]] for r in pq.read_table(sys.argv[1]).to_pylist()]))', parquet], { encoding: 'utf8' });
+    expect(read.status, read.stderr).toBe(0);
+    expect(read.stdout.trim()).toBe('[[9007199254740993, 18446744073709551615, -9223372036854775809], [7, 18446744073709551615, -9223372036854775809]]');
+  });
+});

@@ -84,7 +84,7 @@ describe('tagmask serve', () => {
     const wrong = { ...verl[0], response_mask: verl[0].response_mask.map(() => 1) };
     const [audit] = await s.send({ id: 'w', op: 'check', handle, rollouts: [wrong] });
     expect(audit.results[0]).toMatchObject({ agree: false, shape: 'verl' });
-    expect(audit.results[0].disagreements[0]).toMatchObject({ direction: 'trains on environment text', field: expect.stringMatching(/^response_mask\[\d+\]$/) });
+    expect(audit.results[0].disagreements[0]).toMatchObject({ direction: 'trains tokens the model did not sample', field: expect.stringMatching(/^response_mask\[\d+\]$/) });
 
     const [shown] = await s.send({ id: 's', op: 'show', handle, rollouts: flat.slice(3, 4) });
     expect(shown.results[0].text).toContain('«<think>');

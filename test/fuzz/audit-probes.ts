@@ -453,6 +453,30 @@ await probe('h20-10 JSONL: an id of 2^53 + 1 is never written back as 2^53', () 
   const ok = !wrong && (out[0]?.startsWith('{"id":9007199254740993,') || /"line":1,"error"/.test(out[0] ?? '')) && out.length === 2;
   return [ok, `exit ${r.code}; first line ${(out[0] ?? '').slice(0, 120)}`];
 });
+await probe('h20-16 tinker --out-format: advantages (what trains) zeroed where the mask is 0, TensorData kept; unshifted targets a located error', () => {
+  const datums = jsonl(run(['merge', join(ROOT, 'samples/search-r1-qwen3/trajectories.jsonl')]).stdout);
+  const d = datums.find((x) => x.id === 'd-three-searches');
+  const td = (data: number[], dtype: string) => ({ data, dtype, shape: [data.length] });
+  const first = d.mask.indexOf(1);
+  const trains = d.mask.map((bit: number, i: number) => (i >= first ? 1 : bit));
+  const datum = (targets: number[]) => ({ id: d.id, model_input: { chunks: [{ tokens: d.tokens, type: 'encoded_text' }] }, loss_fn_inputs: { target_tokens: td(targets, 'int64'), advantages: td(trains.map((b: number) => (b ? 2 : 0)), 'float32'), mask: td(trains, 'float32') } });
+  const bad = d.target_tokens.map((t: number, i: number) => (i === 3 ? t + 1 : t));
+  const r = run(mask(['--out-format', file('h20-16.jsonl', `${JSON.stringify(datum(d.target_tokens))}\n${JSON.stringify(datum(bad))}\n`)]));
+  const out = jsonl(r.stdout);
+  const adv = out[0]?.loss_fn_inputs?.advantages;
+  const trainsWhereMask = adv && adv.dtype === 'float32' && adv.shape?.[0] === d.mask.length && adv.data.every((a: number, i: number) => (d.mask[i] ? a === 2 : a === 0));
+  const ok = r.code === 1 && out.length === 2 && !!trainsWhereMask && out[1].line === 2 && /target_tokens\[3\] is /.test(out[1].error ?? '');
+  return [ok, `exit ${r.code}; advantages follow the mask: ${!!trainsWhereMask}; line 2: ${(out[1]?.error ?? '').slice(0, 100)}`];
+});
+await probe('h20-10b --out-format from JSONL: a step/uid past 2^53 beside the ids comes back digit for digit, or the line fails', () => {
+  const P = goodObj.mask.indexOf(1);
+  const line = `{"id":"v","step":9007199254740993,"uid":18446744073709551615,"prompt_ids":${JSON.stringify(goodObj.tokens.slice(0, P))},"response_ids":${JSON.stringify(goodObj.tokens.slice(P))}}`;
+  const r = run(mask(['--out-format', file('h20-10b.jsonl', `${line}\n`)]));
+  const out = r.stdout.split('\n').filter(Boolean);
+  const exact = out.length === 1 && out[0].startsWith('{"id":"v","step":9007199254740993,"uid":18446744073709551615,');
+  const failed = out.length === 1 && /"line":1,"error"/.test(out[0]);
+  return [exact || failed, `exit ${r.code}; ${(out[0] ?? '').slice(0, 90)}`];
+});
 // Issue 20, the Parquet and file-format parts (items 5, 10, 13, 17, 19).
 const isPar1 = (path: string) => { const b = readFileSync(path); return b.length > 8 && b.subarray(0, 4).toString() === 'PAR1' && b.subarray(-4).toString() === 'PAR1'; };
 await probe('h20-19a merge -o x.parquet writes Parquet', () => {
@@ -512,6 +536,23 @@ pl.from_arrow(t).write_parquet(f'{sys.argv[2]}/polars.parquet')
   const schema = spawnSync('python3', ['-c', 'import sys, pyarrow.parquet as pq; a = pq.read_schema(sys.argv[1]); b = pq.read_schema(sys.argv[2]); print(all(str(a.field(n).type) == str(b.field(n).type) for n in a.names), pq.read_table(sys.argv[2]).column("id")[0])', join(dir, 'pa-zstd.parquet'), out], { encoding: 'utf8' }).stdout.trim();
   const ok = codes.every((c) => c.endsWith(':0') || c.endsWith(':1')) && !codes.some((c) => c.endsWith(':2')) && back.code !== 2 && schema === `True ${2n ** 63n - 1n}`;
   return [ok, `${codes.join(' ')}; write-back exit ${back.code}, types kept + id: ${schema}`];
+});
+await probe('h20-17c nested/struct Parquet columns are read a page at a time: 300,000 rows of a list of lists and a struct in one row group, bounded', () => {
+  const py = spawnSync('python3', ['-c', 'import pyarrow'], { encoding: 'utf8' });
+  if (py.status !== 0) return [true, 'not run: python3 with pyarrow is missing'];
+  const path = join(dir, 'nested-bomb.parquet');
+  const made = spawnSync('python3', ['-c', `
+import sys, pyarrow as pa, pyarrow.parquet as pq
+n = 300000
+t = pa.table({'id': pa.array([f'r{i}' for i in range(n)]), 'tokens': pa.array([[1, 2]] * n, type=pa.list_(pa.int64())),
+              'nested': pa.array([[[i % 7], [1, 2]] for i in range(n)], type=pa.list_(pa.list_(pa.int64()))),
+              'extra_info': pa.array([{'index': i, 'split': 'train'} for i in range(n)])})
+pq.write_table(t, sys.argv[1], row_group_size=n, compression='zstd')
+`, path], { encoding: 'utf8' });
+  if (made.status !== 0) return [false, made.stderr.slice(0, 200)];
+  // Every row is a flat rollout of two tokens (masked, quick); the nested columns are read and carried along.
+  const r = run(mask(['--format', 'flat', '--fail-on', 'none', path, '-o', join(dir, 'nested-bomb.out.jsonl')]), { timeout: 600_000 });
+  return [r.code === 0 && r.rss < 450, `exit ${r.code}, ${r.rss.toFixed(0)} MB RSS (read a row group at a time: 676 MB); ${r.stderr.slice(0, 120)}`];
 });
 await probe('h20-05 Parquet output: a diagnostic and an error row after row group 1 reach the file', () => {
   const lines = sample.filter((l) => !/"options"/.test(l));

@@ -23,10 +23,12 @@ function suites(): Suite[] {
     const rolloutsFile = join(SAMPLES, folder, 'rollouts.jsonl');
     if (!existsSync(specFile) || !existsSync(rolloutsFile)) return [];
     const spec = JSON.parse(readFileSync(specFile, 'utf8'));
-    if (!String(spec.tokenizer).startsWith('@')) return [];
+    // An installed package, or a tokenizer folder inside the suite (the Kimi suite's tiktoken stand-in).
+    const tokenizer = String(spec.tokenizer).startsWith('@') ? spec.tokenizer as string : join(SAMPLES, folder, spec.tokenizer);
+    if (!tokenizer.startsWith('@') && !existsSync(tokenizer)) return [];
     const rollouts = readFileSync(rolloutsFile, 'utf8').trim().split('\n').map((line) => JSON.parse(line))
       .map((line) => ({ tokens: line.tokens as number[], promptLength: line.prompt_length as number | undefined }));
-    return [{ folder, grammar: spec.grammar as string, tokenizer: spec.tokenizer as string, rollouts }];
+    return [{ folder, grammar: spec.grammar as string, tokenizer, rollouts }];
   });
 }
 

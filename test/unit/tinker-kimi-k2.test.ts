@@ -1,9 +1,9 @@
 /**
- * kimi-k2 agrees with tinker-cookbook's `kimi_k2` and `kimi_k25` renderers on every token (thinking-machines-lab/tinker-cookbook
+ * kimi-k2 agrees with tinker-cookbook's `kimi_k2`, `kimi_k25` and `kimi_k26_preserve_thinking` renderers on every token (thinking-machines-lab/tinker-cookbook
  * tinker_cookbook/renderers/kimi_k2.py @ 9dfcc3a2cf44432d621a01005073dc6d76a1e87a, read, not copied): SFT examples as
  * `build_supervised_example(…, ALL_ASSISTANT_MESSAGES)` weights them (headers 0, assistant outputs 1, a default
  * system message first), and RL datums (each turn sampled after the generation prompt, merged by
- * `trajectory_to_data`). Kimi ships a tiktoken file, which tagmask cannot read yet: the tokenizer here is a
+ * `trajectory_to_data`). Kimi ships a tiktoken file, and none can be had offline: the tokenizer here is a
  * stand-in, Qwen3's with Kimi's role and tool-call markers added as special tokens (in Kimi they are special
  * tokens too; their ids differ).
  */
@@ -117,6 +117,48 @@ describe.each([true, false])('tinker kimi_k2, reasoning %s', (thinking) => {
     });
     const verdict = checkTrajectory(new Masker(loadGrammar('kimi-k2'), kimi.table, options), kimi.table, name, { transitions });
     expect(verdict.datums.flatMap((d) => d.disagreements)).toEqual([]);
+  }, 60_000);
+});
+
+// kimi_k26_preserve_thinking (tinker_cookbook/renderers/kimi_k26.py @ 9dfcc3a: KimiK25Renderer with
+// strip_thinking_from_history=False, the K2.6 template's preserve_thinking=true): every history turn keeps its
+// <think>…</think>, and generation prompts are prefilled with <think> as K2.5's are. SFT examples train every
+// assistant output with its reasoning (default options); RL turns extend each other, so trajectory_to_data merges
+// a whole trajectory into one datum whose <think> prefills are the template's (think_prefill=1).
+describe.each([true, false])('tinker kimi_k26_preserve_thinking, reasoning %s', (thinking) => {
+  const conversations = agentConversations(thinking);
+
+  it.each(Object.keys(conversations))('SFT (ALL_ASSISTANT_MESSAGES) %s: every token agrees, history reasoning trained', (name) => {
+    const messages = withSystem(conversations[name]);
+    const ids = toolIds(messages);
+    const tokens: number[] = [];
+    const weights: number[] = [];
+    messages.forEach((message, idx) => {
+      const { header, output } = render(message, true, ids[idx]);
+      for (const id of kimi.encode(header)) { tokens.push(id); weights.push(0); }
+      for (const id of kimi.encode(output)) { tokens.push(id); weights.push(message.role === 'assistant' ? 1 : 0); }
+    });
+    const mask = Array.from(new Masker(loadGrammar('kimi-k2'), kimi.table).mask(tokens).mask);
+    expect(mask.flatMap((value, i) => (value === weights[i] ? [] : [i]))).toEqual([]);
+  }, 60_000);
+
+  it.each(Object.keys(conversations))('RL (trajectory_to_data) %s: one merged datum, every token agrees with think_prefill=1', (name) => {
+    const messages = withSystem(conversations[name]);
+    const ids = toolIds(messages);
+    const transitions = messages.flatMap((message, idx) => {
+      if (message.role !== 'assistant') return [];
+      const ob = messages.slice(0, idx).flatMap((m, i) => { const r = render(m, true, ids[i]); return [...kimi.encode(r.header), ...kimi.encode(r.output)]; })
+        .concat(kimi.encode(HEADER), kimi.encode('<think>'));
+      const tokens = kimi.encode(render(message, true, ids[idx]).output.slice('<think>'.length));
+      return [{ ob, ac: { tokens, logprobs: tokens.map(() => -0.5) } }];
+    });
+    const verdict = checkTrajectory(new Masker(loadGrammar('kimi-k2'), kimi.table, { think_prefill: 1 }), kimi.table, name, { transitions });
+    // Preserved reasoning gives the extension property: each observation extends the last one and its action.
+    expect(verdict.datums).toHaveLength(1);
+    expect(verdict.datums.flatMap((d) => d.disagreements)).toEqual([]);
+    // Without the option, the prefills after each header would be read as the model's: it must disagree.
+    const without = checkTrajectory(new Masker(loadGrammar('kimi-k2'), kimi.table), kimi.table, name, { transitions });
+    expect(without.datums.flatMap((d) => d.disagreements).length).toBeGreaterThan(0);
   }, 60_000);
 });
 
