@@ -50,7 +50,7 @@ export interface GivenMask {
   shift: 0 | 1;
   /**
    * The mask over padding the stream leaves out (verl's padded batch: response positions whose attention_mask
-   * is 0), with those positions' ids; `values[values.length + k]` of the field is `padding.values[k]`. The
+   * is 0), with those positions' ids, when it holds a 1; `values[values.length + k]` of the field is `padding.values[k]`. The
    * audit reports a 1 there as padding trained (verl#3805).
    */
   padding?: { values: number[]; ids: number[] };
@@ -262,7 +262,7 @@ export const SHAPES: ShapeSpec[] = [
       }
       const rollout = promptResponse(id, options, prompts.slice(promptStart), responses.slice(0, responseLength), mask, 'response_mask');
       // The response's padding is not part of the stream, but its mask is still checked: a 1 there trains padding.
-      if (rollout.given && padding?.length) rollout.given.padding = { values: padding, ids: responses.slice(responseLength) };
+      if (rollout.given && padding?.includes(1)) rollout.given.padding = { values: padding, ids: responses.slice(responseLength) };
       return [rollout];
     },
     writeBack(value, [rollout], [mask]) {
