@@ -178,4 +178,5 @@ function addSummary(into: RunSummary, from: RunSummary): void {
   add(into.directions, from.directions);
   add(into.patterns, from.patterns);
   add(into.hints, from.hints);
+  add(into.parts, from.parts);
 }

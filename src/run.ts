@@ -235,6 +235,7 @@ export function handleRecord(context: RecordContext, item: InputRecord): void {
         if (disagreements.length) summary.disagreeing++;
         if (frame === 'targets') summary.targetFrame++;
         for (const run of disagreements) summary.directions.set(run.direction, (summary.directions.get(run.direction) ?? 0) + 1);
+        for (const code of new Set(disagreements.flatMap((run) => run.parts.map((part) => part.code)))) summary.parts?.set(code, (summary.parts.get(code) ?? 0) + 1);
         if (disagreements.length && frame === 'targets') log(`${source}: ${formatFrame(rollout.id, given.values.length, rollout.tokens.length)}`);
         if (pattern) {
           const patterns = (summary.patterns ??= new Map());

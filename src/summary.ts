@@ -16,13 +16,15 @@ export interface RunSummary {
   patterns?: Map<string, number>;
   /** check: disagreeing rollouts that agree under another option value, by `--set` flag ("template_think=0"). */
   hints?: Map<string, number>;
+  /** check: rollouts with a disagreeing run holding each part, by part code (src/conformance.ts PartCode). */
+  parts?: Map<string, number>;
 }
 
 /** A hint as the `--set` value that applies it: "template_think=0". */
 export const hintFlag = (hint: { option: string; value: number | null }) => `${hint.option}=${hint.value}`;
 
 export function newSummary(): RunSummary {
-  return { rollouts: 0, failed: 0, tokens: 0, actionTokens: 0, diagnostics: new Map(), disagreeing: 0, directions: new Map(), targetFrame: 0, patterns: new Map(), hints: new Map() };
+  return { rollouts: 0, failed: 0, tokens: 0, actionTokens: 0, diagnostics: new Map(), disagreeing: 0, directions: new Map(), targetFrame: 0, patterns: new Map(), hints: new Map(), parts: new Map() };
 }
 
 export function record(summary: RunSummary, result: MaskResult) {

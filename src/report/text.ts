@@ -125,6 +125,9 @@ export function formatRunSummary(summary: RunSummary, mode: Mode): string {
     parts.push(`${summary.rollouts - summary.disagreeing} agree, ${summary.disagreeing} disagree`);
     for (const [direction, runs] of summary.directions) parts.push(`${runs} run(s) where the given mask ${direction}`);
     for (const [code, count] of [...(summary.patterns ?? [])].sort((a, b) => b[1] - a[1])) parts.push(`${count} of ${summary.rollouts} rollouts: ${patternTitle(code)}`);
+    // Which parts the disagreements are, over the file: "disagreeing parts: newline-after-stop in 142 rollouts, header in 3".
+    const named = [...(summary.parts ?? [])].sort((a, b) => b[1] - a[1]).map(([code, count], k) => `${code} in ${count}${k ? '' : ` of ${summary.rollouts} rollouts`}`);
+    if (named.length) parts.push(`disagreeing parts: ${named.join(', ')}`);
     // An option is named when it makes several rollouts agree (or every disagreeing one).
     for (const [flag, count] of [...(summary.hints ?? [])].sort((a, b) => b[1] - a[1]).slice(0, 3)) {
       if (count >= 2 || count === summary.disagreeing) parts.push(`${count} of ${summary.rollouts} rollouts agree with --set ${flag}`);

@@ -421,17 +421,21 @@ async function buildTransformersTokenizer(json: TokenizerJson, config: Record<st
   }
   transformers.env.allowRemoteModels = false;
   try {
-    return new transformers.PreTrainedTokenizer(json as never, config as never) as unknown as TransformersTokenizer;
+    return new transformers.PreTrainedTokenizer(json, config);
   } catch (error) {
     throw new Error(`${path}: @huggingface/transformers cannot build this tokenizer (${(error as Error).message})`);
   }
 }
 
-/** SHA-256 of what a table is built from: tokenizer.json and, if present, tokenizer_config.json. */
+/**
+ * SHA-256 of what a table is built from: tokenizer.json and, if present, tokenizer_config.json; for a tiktoken
+ * file also whether Kimi's tokenizer code stands beside it (it adds the reserved special tokens).
+ */
 function sourceDigest(path: string): string {
   const hash = createHash('sha256').update(readFileSync(path));
   const config = join(dirname(path), 'tokenizer_config.json');
   hash.update(existsSync(config) ? Buffer.concat([Buffer.from([0]), readFileSync(config)]) : '-');
+  if (isTiktokenPath(path)) hash.update(existsSync(join(dirname(path), 'tokenization_kimi.py')) ? 'kimi-code' : '-');
   return hash.digest('hex');
 }
 

@@ -216,5 +216,7 @@ describe('check prints the pattern (CLI)', () => {
     expect(patternLine).toBeGreaterThanOrEqual(0);
     expect(patternLine).toBeLessThan(firstRun);
     expect(run.stderr).toContain('1 of 2 rollouts: every stop token untrained');
+    // The parts the disagreements are, counted over the file.
+    expect(run.stderr).toContain('disagreeing parts: stop-token in 1 of 2 rollouts');
   }, 60_000);
 });
