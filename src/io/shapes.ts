@@ -33,6 +33,7 @@
  */
 import type { OptionValues } from '../scan/bind.ts';
 import { isObject, jsonText, ShapeError, tokenArray } from './json.ts';
+import { idText } from './lines.ts';
 import { checkShiftedTargets, tinkerTensor, writeTinkerInputs } from './tinker.ts';
 
 export type ShapeName =
@@ -188,6 +189,9 @@ export interface ShapeSpec {
   /** The input line with its mask fields replaced by `masks` (one per rollout), in the framework's frame. */
   writeBack?(value: Json, rollouts: TokenRollout[], masks: ArrayLike<number>[]): Json;
 }
+
+/** A value in a rollout name built from a line's fields: as Python's f-string writes a str or int; anything else as JSON, never its own toString. */
+const namePart = (value: unknown) => (value === undefined ? 'undefined' : idText(value));
 
 const slice = (mask: ArrayLike<number>, start: number, end = mask.length) => Array.from({ length: Math.max(0, end - start) }, (_, i) => mask[start + i]);
 
@@ -350,7 +354,7 @@ export const SHAPES: ShapeSpec[] = [
       return prompts.map((prompt, k) => {
         // TrajectoryID.to_string() is f"{instance_id}_{repetition_id}".
         const trajectory = trajectories[k];
-        const name = isObject(trajectory) && trajectory.instance_id !== undefined ? `${String(trajectory.instance_id)}_${String(trajectory.repetition_id)}` : `${id ?? ''}#${k}`;
+        const name = isObject(trajectory) && trajectory.instance_id !== undefined ? `${namePart(trajectory.instance_id)}_${namePart(trajectory.repetition_id)}` : `${id === undefined ? '' : namePart(id)}#${k}`;
         return promptResponse(name, options, tokenArray(prompt, `prompt_token_ids[${k}]`), tokenArray(responses[k], `response_ids[${k}]`),
           masks === undefined ? undefined : maskValues((masks as unknown[])[k], `loss_masks[${k}]`), `loss_masks[${k}]`);
       });
@@ -418,10 +422,10 @@ export const SHAPES: ShapeSpec[] = [
         if (positions[i] === 0) starts.push(i);
         else if (i === 0 || positions[i] !== positions[i - 1] + 1) throw new ShapeError(`position_ids[${i}]: ${positions[i]} neither continues the sample (${i ? positions[i - 1] + 1 : 0}) nor restarts at 0`);
       }
-      const name = id ?? (value.step !== undefined ? `step${String(value.step)}/rank${String(value.rank)}/${String(value.export_sequence_idx)}` : '');
+      const name = id ?? (value.step !== undefined ? `step${namePart(value.step)}/rank${namePart(value.rank)}/${namePart(value.export_sequence_idx)}` : '');
       return starts.map((start, k) => {
         const end = k + 1 < starts.length ? starts[k + 1] : tokens.length;
-        const rollout: TokenRollout = { kind: 'tokens', id: `${String(name)}#${k}`, tokens: tokens.slice(start, end), promptLength: -1, options };
+        const rollout: TokenRollout = { kind: 'tokens', id: `${namePart(name)}#${k}`, tokens: tokens.slice(start, end), promptLength: -1, options };
         if (mask) rollout.given = { field: 'loss_mask', values: mask.slice(start, end), start: 0, shift: 0 };
         return rollout;
       });

@@ -36,7 +36,8 @@ export function tinkerTensor(value: unknown, field: string): Tensor {
     throw new ShapeError(`${field}: a sparse (CSR) TensorData; a datum's tensors are 1-D and dense (tinker makes CSR of 2-D tensors only)`);
   }
   const shape = value.shape;
-  if (shape != null && !(Array.isArray(shape) && shape.length === 1 && Number(shape[0]) === count)) {
+  const size = Array.isArray(shape) && shape.length === 1 ? shape[0] : undefined;
+  if (shape != null && !((typeof size === 'number' || typeof size === 'bigint') && Number(size) === count)) {
     throw new ShapeError(`${field}.shape is ${jsonText(shape)} for ${count} values: a datum's tensors are 1-D ([${count}])`);
   }
   if (value.dtype != null && value.dtype !== 'int64' && value.dtype !== 'float32') {

@@ -403,7 +403,7 @@ async function buildTransformersTokenizer(json: TokenizerJson, config: Record<st
   }
   transformers.env.allowRemoteModels = false;
   try {
-    return new transformers.PreTrainedTokenizer(json as never, config as never) as unknown as TransformersTokenizer;
+    return new transformers.PreTrainedTokenizer(json, config);
   } catch (error) {
     throw new Error(`${path}: @huggingface/transformers cannot build this tokenizer (${(error as Error).message})`);
   }

@@ -531,3 +531,25 @@ describe('big integers under --out-format (issue 20: every big integer written b
     expect(read.stdout.trim()).toBe('[[9007199254740993, 18446744073709551615, -9223372036854775809], [7, 18446744073709551615, -9223372036854775809]]');
   });
 });
+
+describe('framework shapes with hostile values (found by the shape fuzzing, issue 20)', { timeout: 120_000 }, () => {
+  it('ids and names built from objects with their own toString are data; a TensorData shape of one is a located error; the other lines go on', async () => {
+    const { tokens, mask } = JSON.parse(good);
+    const P = mask.indexOf(1);
+    const lines = [
+      { id: { toString: 1 }, token_ids: [...tokens, ...tokens], position_ids: [...tokens.keys(), ...tokens.keys()], loss_mask: [...mask, ...mask].map((bit: number) => bit === 1) },
+      { step: { toString: 'x' }, rank: 0, export_sequence_idx: 2, token_ids: tokens, position_ids: [...tokens.keys()], loss_mask: mask.map((bit: number) => bit === 1) },
+      { prompt_token_ids: [tokens.slice(0, P)], response_ids: [tokens.slice(P)], loss_masks: [mask.slice(P)], trajectory_ids: [{ instance_id: { valueOf: 2 }, repetition_id: 0 }] },
+      { id: 't', model_input: { chunks: [{ tokens: tokens.slice(0, -1) }] }, loss_fn_inputs: { target_tokens: { data: tokens.slice(1), dtype: 'int64', shape: [{ toString: 1 }] } } },
+      JSON.parse(good),
+    ];
+    const run = await tagmask([...MASK, file('hostile-shapes.jsonl', `${lines.map((line) => JSON.stringify(line)).join('\n')}\n`)]);
+    expect(run.code).toBe(1);
+    const out = jsonLines(run.stdout);
+    expect(out.map((line) => line.id)).toEqual(['{"toString":1}#0', '{"toString":1}#1', 'step{"toString":"x"}/rank0/2#0', '{"valueOf":2}_0', 't', JSON.parse(good).id]);
+    expect(out[4]).toMatchObject({ line: 4 });
+    expect(out[4].error).toMatch(/^loss_fn_inputs\.target_tokens\.shape is \[\{"toString":1\}\]/);
+    expect(run.stderr).toContain('hostile-shapes.jsonl:4: loss_fn_inputs.target_tokens.shape');
+    expect(out[5].mask).toEqual(mask);
+  });
+});

@@ -477,6 +477,20 @@ await probe('h20-10b --out-format from JSONL: a step/uid past 2^53 beside the id
   const failed = out.length === 1 && /"line":1,"error"/.test(out[0]);
   return [exact || failed, `exit ${r.code}; ${(out[0] ?? '').slice(0, 90)}`];
 });
+await probe('h20-fz framework shapes and chat messages, mutated, through mask/check/--out-format: no crash, every bad line located, the rest go on', async () => {
+  const fc = (await import('fast-check')).default;
+  const { shapeSubject, shapeCase, caseText, lineIn, goodModes, checkShapedFile, SHAPE_KINDS } = await import('./shapes-fuzz.ts');
+  const { jsonText } = await import('../../src/io/json.ts');
+  const subject = await shapeSubject();
+  const conversation = [{ role: 'user', content: 'q' }, { role: 'assistant', content: '<answer> a </answer>' }];
+  const good = SHAPE_KINDS.map((kind, i) => jsonText(lineIn(kind, subject.bases[i % subject.bases.length], subject.bases[(i + 1) % subject.bases.length], subject, conversation)));
+  const texts = [...good, ...fc.sample(shapeCase, { numRuns: 150, seed: Date.now() % 2 ** 31 }).map((item) => caseText(subject, item))];
+  const where = join(dir, 'h20-fz'); mkdirSync(where, { recursive: true });
+  try {
+    checkShapedFile(subject, where, texts, texts.map((_, i) => (i < good.length ? goodModes(SHAPE_KINDS[i]) : undefined)));
+    return [true, `${texts.length} lines (${good.length} good, one per shape) through mask, check and --out-format`];
+  } catch (error) { return [false, (error as Error).message.slice(0, 300)]; }
+});
 // Issue 20, the Parquet and file-format parts (items 5, 10, 13, 17, 19).
 const isPar1 = (path: string) => { const b = readFileSync(path); return b.length > 8 && b.subarray(0, 4).toString() === 'PAR1' && b.subarray(-4).toString() === 'PAR1'; };
 await probe('h20-19a merge -o x.parquet writes Parquet', () => {

@@ -1,9 +1,14 @@
 /**
  * `npm run fuzz [-- --runs N] [-- --seed S]`: the properties of test/fuzz/harness.ts at length (10^6 mutated
- * sample rollouts by default, with maskBatch, random-grammar and mutated-Parquet runs in proportion). Prints the seed, the
+ * sample rollouts by default, with maskBatch, random-grammar, mutated-Parquet and framework-shape runs in proportion). Prints the seed, the
  * counts, and any counterexample shrunk by fast-check, with the seed and path that replay it; exits 1 then.
  */
 import fc from 'fast-check';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { caseText, checkShapedFile, checkShapedText, goodModes, lineIn, shapeCase, shapeSubject, SHAPE_KINDS, type Mode } from './shapes-fuzz.ts';
+import { jsonText } from '../../src/io/json.ts';
 import { caseOf, checkBatch, checkParquetBytes, checkRandomGrammar, checkRollout, mutateParquet, parquetMutation, parquetSeeds, randomGrammar, randomStream, realise, sampleSubjects } from './harness.ts';
 
 function argument(name: string, fallback: number): number {
@@ -61,6 +66,32 @@ console.log(`${seeds.length} Parquet seeds: ${seeds.map((seed) => seed.name).joi
     failed = true;
     console.log(`✖ mutated Parquet files: ${result.numRuns} runs, ${seconds} s\n${fc.defaultReportMessage(result)}`);
   } else console.log(`✔ mutated Parquet files (no crash, located errors; unmutated files read back as written): ${result.numRuns} runs, ${seconds} s`);
+}
+
+// Framework shapes and chat messages, mutated (one run in 20 through the library; files of 200 lines through
+// the CLI's mask, check and --out-format, one per 50,000 runs).
+const shapes = await shapeSubject();
+run('mutated framework-shape and messages lines (worded errors, no JavaScript fault; masks tile)', fc.property(shapeCase, fc.constantFrom<Mode>('mask', 'check', 'out'), (item, mode) => {
+  checkShapedText(shapes, caseText(shapes, item), mode);
+}), Math.ceil(runs / 20));
+{
+  const started = Date.now();
+  const dir = mkdtempSync(join(tmpdir(), 'tagmask-fuzz-shapes-'));
+  const conversation = [{ role: 'user', content: 'capital of france?' }, { role: 'assistant', content: '<think>search</think>\n<answer> Paris </answer>' }];
+  const good = SHAPE_KINDS.map((kind, i) => jsonText(lineIn(kind, shapes.bases[i % shapes.bases.length], shapes.bases[(i + 1) % shapes.bases.length], shapes, conversation)));
+  const files = Math.max(1, Math.ceil(runs / 50_000));
+  try {
+    for (let k = 0; k < files; k++) {
+      const texts = [...good, ...fc.sample(shapeCase, { numRuns: 200, seed: seed + k }).map((item) => caseText(shapes, item))];
+      checkShapedFile(shapes, dir, texts, texts.map((_, i) => (i < good.length ? goodModes(SHAPE_KINDS[i]) : undefined)));
+    }
+    console.log(`✔ files of mutated shape lines through the CLI (mask, check, --out-format): ${files} files, ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  } catch (error) {
+    failed = true;
+    console.log(`✖ files of mutated shape lines through the CLI (seed ${seed}): ${(error as Error).message}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 process.exitCode = failed ? 1 : 0;

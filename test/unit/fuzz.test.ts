@@ -11,12 +11,15 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LineSplitter } from '../../src/io/jsonl.ts';
+import { caseText, checkShapedFile, checkShapedText, goodModes, lineIn, shapeCase, shapeSubject, SHAPE_KINDS, type Mode, type ShapeSubject } from '../fuzz/shapes-fuzz.ts';
+import { jsonText } from '../../src/io/json.ts';
 import { caseOf, checkBatch, checkParquetBytes, checkRandomGrammar, checkRollout, mutateParquet, parquetMutation, parquetSeeds, randomGrammar, randomStream, realise, sampleSubjects, type Subject } from '../fuzz/harness.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const SEED = Number(process.env.TAGMASK_FUZZ_SEED ?? 20261130);
 let subjects: Subject[];
-beforeAll(async () => { subjects = await sampleSubjects(); }, 120_000);
+let shapes: ShapeSubject;
+beforeAll(async () => { subjects = await sampleSubjects(); shapes = await shapeSubject(); }, 120_000);
 const dir = mkdtempSync(join(tmpdir(), 'tagmask-fuzz-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -65,6 +68,32 @@ describe('fuzzing (bounded)', { timeout: 120_000 }, () => {
       checkRollout(masker, twin, tokens, promptLength);
       checkBatch(masker, [{ tokens, promptLength }]);
     }
+  });
+
+  it('framework shapes and chat messages, written from the samples and mutated: read, masked, audited and written back, or a worded error, never a JavaScript fault', () => {
+    fc.assert(fc.property(shapeCase, fc.constantFrom<Mode>('mask', 'check', 'out'), (item, mode) => {
+      checkShapedText(shapes, caseText(shapes, item), mode);
+    }), { numRuns: 1500, seed: SEED });
+    // Found by this fuzzing (each threw a TypeError from a value with its own toString: a TensorData's shape, a
+    // prime-rl line's id or step, a SkyRL trajectory id): they stay fixed.
+    const found: Array<[Parameters<typeof caseText>[1], RegExp | undefined]> = [
+      [{ kind: 'tinker-datum', base: 0, other: 0, messages: [], mutations: [{ kind: 'element', at: 583310499, index: 0, value: 1131486571 }], text: null }, /loss_fn_inputs\.\w+\.shape is /],
+      [{ kind: 'prime-rl', base: 0, other: 0, messages: [], mutations: [{ kind: 'key', name: 'id', value: 1693196020 }], text: null }, undefined],
+      [{ kind: 'prime-rl', base: 0, other: 0, messages: [], mutations: [{ kind: 'set', at: 0, value: 1427322433 }], text: null }, undefined],
+      [{ kind: 'skyrl-batch', base: 0, other: 0, messages: [], mutations: [{ kind: 'set', at: 225275019, value: 257467180 }], text: null }, undefined],
+    ];
+    for (const [item, error] of found) {
+      const result = checkShapedText(shapes, caseText(shapes, item), 'mask');
+      if (error) expect(result.error).toMatch(error);
+    }
+  });
+
+  it('a file of mutated shape and messages lines among good ones, through mask, check and mask --out-format: exit 0 or 1, every line answered in order, errors named by line, good lines as the library gives them', () => {
+    const conversation = [{ role: 'user', content: 'capital of france?' }, { role: 'assistant', content: '<think>search</think>\n<answer> Paris </answer>' }];
+    const good = SHAPE_KINDS.map((kind, i) => jsonText(lineIn(kind, shapes.bases[i % shapes.bases.length], shapes.bases[(i + 1) % shapes.bases.length], shapes, conversation)));
+    const broken = fc.sample(shapeCase, { numRuns: 60, seed: SEED }).map((item) => caseText(shapes, item));
+    const texts = [...good, ...broken];
+    checkShapedFile(shapes, dir, texts, texts.map((_, i) => (i < good.length ? goodModes(SHAPE_KINDS[i]) : undefined)));
   });
 
   it('the line reader gives the same lines under any chunking of the input', () => {
