@@ -6,6 +6,9 @@
  *     node bench/floor.mjs parse IN.jsonl            … and JSON.parse each line (the input floor)
  *     node bench/floor.mjs write IN.jsonl OUT.jsonl  … and write back {"id","mask"} per line (mask all 0,
  *                                                    same byte-per-token writer, temp file + fsync + rename)
+ *     node bench/floor.mjs json  IN.jsonl OUT.jsonl  the JSON floor of issue 21: JSON.parse each line and write
+ *                                                    JSON.stringify({id, mask}) with an all-ones mask (what a plain
+ *                                                    script that rebuilds nothing costs; same reader and writer)
  *
  * It reads exactly like src/io/jsonl.ts so the difference to the CLI is tagmask's own work.
  * Prints one JSON line: {lines, tokens}.
@@ -13,8 +16,8 @@
 import { closeSync, createReadStream, fsyncSync, openSync, renameSync, writeSync } from 'node:fs';
 
 const [mode, input, output] = process.argv.slice(2);
-if (!['read', 'parse', 'write'].includes(mode) || !input || (mode === 'write' && !output)) {
-  process.stderr.write('usage: node bench/floor.mjs read|parse|write IN.jsonl [OUT.jsonl]\n');
+if (!['read', 'parse', 'write', 'json'].includes(mode) || !input || ((mode === 'write' || mode === 'json') && !output)) {
+  process.stderr.write('usage: node bench/floor.mjs read|parse|write|json IN.jsonl [OUT.jsonl]\n');
   process.exit(2);
 }
 
@@ -75,7 +78,7 @@ class Writer {
 }
 
 async function main() {
-  const writer = mode === 'write' ? new Writer(output) : undefined;
+  const writer = mode === 'write' || mode === 'json' ? new Writer(output) : undefined;
   let count = 0;
   let tokens = 0;
   let checksum = 0;
@@ -87,7 +90,9 @@ async function main() {
     }
     const value = JSON.parse(text);
     tokens += value.tokens.length;
-    if (writer) {
+    if (mode === 'json') {
+      writer.write(`${JSON.stringify({ id: value.id, mask: new Array(value.tokens.length).fill(1) })}\n`);
+    } else if (writer) {
       writer.write(`{"id":${JSON.stringify(value.id ?? null)},"mask":`);
       writer.writeMask(value.tokens.length);
       writer.write('}\n');

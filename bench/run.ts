@@ -296,6 +296,8 @@ interface CliResult {
   runs: Record<string, { wallMs: number; mtoks: number; maxRssMB?: number; cpuS?: number; walls: number[] }>;
   steadyMtoks: number;
   ratios: { cliOverParseFloor: number; cliOverWriteFloor: number; cliOverReadFloor: number };
+  /** Issue 21 goal 2: JSON floor wall ÷ CLI wall, per round (paired), and the same by CPU time. */
+  overJsonFloor: { median: number; min: number; max: number; pairs: number; cpuMedian: number; cpuMin: number; cpuMax: number };
   summary: string;
   outputCheck: Awaited<ReturnType<typeof checkCliOutput>>;
 }
@@ -322,6 +324,7 @@ async function cliBench(run: Run): Promise<CliResult> {
     ['floor: read lines', () => runChild(process.execPath, ['bench/floor.mjs', 'read', input])],
     ['floor: read + JSON.parse', () => runChild(process.execPath, ['bench/floor.mjs', 'parse', input])],
     ['floor: parse + write {id,mask}', () => runChild(process.execPath, ['bench/floor.mjs', 'write', input, floorOut])],
+    ['floor: JSON.parse + JSON.stringify', () => runChild(process.execPath, ['bench/floor.mjs', 'json', input, floorOut])],
     ['tagmask mask (CLI)', () => cli(input, output)],
   ];
   const collected = new Map<string, ProcessRun[]>(contenders.map(([name]) => [name, []]));
@@ -337,6 +340,12 @@ async function cliBench(run: Run): Promise<CliResult> {
     runs[name] = { wallMs: +wallMs.toFixed(0), mtoks: +(corpus.tokens / wallMs / 1e3).toFixed(2), maxRssMB: rss.length ? Math.max(...rss) : undefined, cpuS: +median(cpu).toFixed(2), walls: list.map((x) => +x.wallMs.toFixed(0)) };
   }
   const cliRun = runs['tagmask mask (CLI)'];
+  const jsonList = collected.get('floor: JSON.parse + JSON.stringify')!;
+  const cliList = collected.get('tagmask mask (CLI)')!;
+  const spread = (values: number[]) => ({ median: +median(values).toFixed(3), min: +Math.min(...values).toFixed(3), max: +Math.max(...values).toFixed(3) });
+  const wallPairs = spread(jsonList.map((x, i) => x.wallMs / cliList[i].wallMs));
+  const cpuOf = (x: ProcessRun) => (x.userS ?? NaN) + (x.sysS ?? NaN);
+  const cpuPairs = spread(jsonList.map((x, i) => cpuOf(x) / cpuOf(cliList[i])));
   const outputCheck = await checkCliOutput(corpus, output);
   const result: CliResult = {
     tokens: corpus.tokens,
@@ -351,6 +360,7 @@ async function cliBench(run: Run): Promise<CliResult> {
       cliOverParseFloor: +(runs['floor: read + JSON.parse'].wallMs / cliRun.wallMs).toFixed(3),
       cliOverWriteFloor: +(runs['floor: parse + write {id,mask}'].wallMs / cliRun.wallMs).toFixed(3),
     },
+    overJsonFloor: { ...wallPairs, pairs: jsonList.length, cpuMedian: cpuPairs.median, cpuMin: cpuPairs.min, cpuMax: cpuPairs.max },
     summary: collected.get('tagmask mask (CLI)')![0].stderr.split('\n').at(-1) ?? '',
     outputCheck,
   };
@@ -481,6 +491,9 @@ async function main() {
       ['CLI speed / read floor', ...runs.map((r) => fmt(cl(r).ratios.cliOverReadFloor, 3))],
       ['CLI speed / parse floor', ...runs.map((r) => fmt(cl(r).ratios.cliOverParseFloor, 3))],
       ['CLI speed / parse+write floor', ...runs.map((r) => fmt(cl(r).ratios.cliOverWriteFloor, 3))],
+      ['CLI speed / JSON floor, paired (min–max)', ...runs.map((r) => { const x = cl(r).overJsonFloor; return `${fmt(x.median, 2)} (${fmt(x.min, 2)}–${fmt(x.max, 2)})`; })],
+      ['  the same by CPU time', ...runs.map((r) => { const x = cl(r).overJsonFloor; return `${fmt(x.cpuMedian, 2)} (${fmt(x.cpuMin, 2)}–${fmt(x.cpuMax, 2)})`; })],
+      ['goal 2: ≥ 2× the JSON floor', ...runs.map((r) => yesNo(cl(r).overJsonFloor.median, 2))],
       ['target 20 Mtok/s met', ...runs.map((r) => yesNo(cl(r).runs['tagmask mask (CLI)'].mtoks, 20))],
     ]));
     results.cli = Object.fromEntries(kinds.map((kind) => [kind, Object.fromEntries(runs.filter((r) => r.kind === kind).map((r) => [r.target.name, cl(r)]))]));
@@ -490,15 +503,15 @@ async function main() {
       const stages: Record<string, unknown> = {};
       for (const run of headlineRuns) stages[run.target.name] = stagesBench(run);
       log(`\nCLI stages in one process (bench/stages.ts, ${kinds[0]} corpus), wall ms: cold = first pass in a fresh process (what the CLI pays), warm = best later pass:`);
-      type St = { stageMs: Record<string, number>; coldStageMs: Record<string, number>; coldLoopMs: number; loopMs: number; jsonParseMs: number; runRolloutsMs: number; openMs: number };
+      type St = { stageMs: Record<string, number>; coldStageMs: Record<string, number>; coldLoopMs: number; loopMs: number; jsonParseMs: number; runRolloutsMs: number; openMs: number; nsPerToken: Record<string, number> };
       const first = stages[headlineRuns[0].target.name] as St;
       const stageNames = Object.keys(first.stageMs);
       const cell = (x: number, total: number) => [fmt(x, 0), `${fmt((100 * x) / total)}%`];
       const st = (r: Run) => stages[r.target.name] as St;
       log(table(['stage', ...headlineRuns.flatMap((r) => [`${r.target.name} cold`, 'share', 'warm', 'share'])], [
-        ...stageNames.map((stage) => [stage, ...headlineRuns.flatMap((r) => [...cell(st(r).coldStageMs[stage], st(r).coldLoopMs), ...cell(st(r).stageMs[stage], st(r).loopMs)])]),
+        ...stageNames.map((stage) => [`${stage} (warm ${headlineRuns.map((r) => fmt(st(r).nsPerToken[stage], 2)).join(' / ')} ns/token)`, ...headlineRuns.flatMap((r) => [...cell(st(r).coldStageMs[stage], st(r).coldLoopMs), ...cell(st(r).stageMs[stage], st(r).loopMs)])]),
         ['= loop', ...headlineRuns.flatMap((r) => [fmt(st(r).coldLoopMs, 0), '', fmt(st(r).loopMs, 0), ''])],
-        ['  of parse: JSON.parse alone', ...headlineRuns.flatMap((r) => ['', '', fmt(st(r).jsonParseMs, 0), ''])],
+        ['JSON.parse of the same lines, alone', ...headlineRuns.flatMap((r) => ['', '', fmt(st(r).jsonParseMs, 0), ''])],
         ['runRollouts itself', ...headlineRuns.flatMap((r) => ['', '', fmt(st(r).runRolloutsMs, 0), ''])],
         ['MaskerPool.open (warm cache)', ...headlineRuns.flatMap((r) => [fmt(st(r).openMs, 0), '', '', ''])],
       ]));

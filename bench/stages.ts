@@ -3,52 +3,47 @@
  *
  *     npx tsx bench/stages.ts IN.jsonl TOKENIZER [--reps 3]     → one JSON line on stdout
  *
- * It runs the same loop as `runRollouts` (src/run.ts) with the same modules, and charges the wall
- * time between laps to the stage that ran: read (readJsonl: chunked read into one buffer, newline split),
- * parse (readRecord: ids read from bytes, the rest through JSON.parse), mask (Masker.mask: scan,
- * mask, spans, diagnostics), record (the summary's action count), serialize (writeMaskLine into the
- * JsonlWriter buffer), write (JsonlWriter flushes and rename; timed by wrapping its flush/close methods). A second pass times JSON.parse alone, and a third the real `runRollouts`.
+ * It runs what `runRollouts` (src/run.ts) runs for plain flat lines, src/io/mask-lines.ts, with the same
+ * modules, a batch at a time (the same 2^18 ids), and charges wall time to: read (readJsonl: chunked read into
+ * the reused buffers, newline split), parse (readTokens: ids straight from the bytes into the batch's
+ * Uint32Array, the rest of the line through JSON.parse, shape and prompt_length checks, the id's JSON), mask
+ * (one maskBatch call per batch, into one reused mask buffer), serialize (the same maskBatch again with the
+ * callback that writes each line's bytes, minus the mask time), write (JsonlWriter: the bytes to the file,
+ * rename). A second pass times JSON.parse alone, and a third the real `runRollouts`.
  * Two figures per stage: `cold`, the first pass in the process (what the CLI pays: fresh memory is
  * page-faulted in, code is still being optimized), and `warm`, the minimum over the next `--reps` passes
- * (memory and code reused; on a shared machine the minimum is the least disturbed run).
+ * (memory and code reused; on a shared machine the minimum is the least disturbed run). Per token: `nsPerToken`.
  *
- * Run in its own process on purpose: it feeds the masker number[] ids, and the in-memory benchmark must
- * not see those shapes (V8 would make the shared scanner polymorphic).
+ * Run in its own process on purpose: the in-memory benchmark must not see the shapes this one feeds V8.
  */
 import { MaskerPool } from '../src/masker.ts';
 import { runRollouts } from '../src/run.ts';
-import { idJson, writeMaskLine } from '../src/io/lines.ts';
+import { idJson } from '../src/io/lines.ts';
 import { JsonlWriter, readJsonl } from '../src/io/jsonl.ts';
-import { readRecord } from '../src/io/records.ts';
-import type { TokenRollout } from '../src/io/shapes.ts';
+import { IdArena, readTokens } from '../src/io/records.ts';
+import { ByteOut, spanHeads, writeScannedLine } from '../src/io/mask-lines.ts';
+import { detectShape, flatRollout } from '../src/io/shapes.ts';
+import { newSummary } from '../src/summary.ts';
 import { now } from './timing.ts';
 
-const STAGES = ['read', 'parse', 'mask', 'record', 'serialize', 'write'] as const;
+const STAGES = ['read', 'parse', 'mask', 'serialize', 'write'] as const;
 type Stage = (typeof STAGES)[number];
-
-let writeMs = 0;
-function timeWriterIo(): void {
-  // JsonlWriter's flush (private in TypeScript) and close do the file I/O: time them from outside.
-  const proto = JsonlWriter.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
-  for (const name of ['flush', 'close']) {
-    const original = proto[name];
-    proto[name] = function (this: unknown, ...args: unknown[]) {
-      const t0 = now();
-      try {
-        return original.apply(this, args);
-      } finally {
-        writeMs += now() - t0;
-      }
-    };
-  }
-}
+const GROUP_IDS = 1 << 18;
 
 async function lapPass(pool: MaskerPool, input: string, output: string): Promise<{ stages: Record<Stage, number>; tokens: number; totalMs: number }> {
   const stages = Object.fromEntries(STAGES.map((s) => [s, 0])) as Record<Stage, number>;
-  writeMs = 0;
-  let tokens = 0;
-  let action = 0;
+  const masker = pool.get({});
+  const heads = spanHeads(masker);
+  const summary = newSummary();
+  const arena = new IdArena();
+  let starts = new Uint32Array(1 << 12);
+  let promptLengths = new Int32Array(1 << 12);
+  const idTexts: string[] = [];
+  let mask = new Uint8Array(1 << 16);
+  const out = new ByteOut();
   const writer = new JsonlWriter(output);
+  let count = 0;
+  let tokens = 0;
   const t0 = now();
   let mark = t0;
   const lap = (stage: Stage) => {
@@ -56,25 +51,48 @@ async function lapPass(pool: MaskerPool, input: string, output: string): Promise
     stages[stage] += t - mark;
     mark = t;
   };
+  const each = (r: number, scanned: Parameters<typeof writeScannedLine>[3]) => writeScannedLine(out, heads, idTexts[r], scanned, summary);
+  const batch = () => {
+    if (count === 0) return;
+    if (mask.length < arena.used) mask = new Uint8Array(arena.used * 2);
+    const view = starts.subarray(0, count + 1);
+    const t1 = now();
+    masker.maskBatch(arena.ids, view, promptLengths, mask);
+    const t2 = now();
+    masker.maskBatch(arena.ids, view, promptLengths, mask, each);
+    const t3 = now();
+    stages.mask += t2 - t1;
+    stages.serialize += Math.max(0, t3 - t2 - (t2 - t1));
+    tokens += arena.used;
+    mark = now();
+    writer.writeBytes(out.take());
+    lap('write');
+    arena.reset(GROUP_IDS);
+    count = 0;
+  };
   for (const line of readJsonl(input)) {
     lap('read');
-    const rollout = readRecord(line, undefined, false).line.rollouts[0] as TokenRollout;
+    const before = arena.used;
+    const value = readTokens(line.bytes, arena)!;
+    if (detectShape(value).name !== 'flat') throw new Error('not a flat line');
+    const rollout = flatRollout(value, arena.ids.subarray(before, arena.used));
+    if (count + 2 > starts.length) {
+      const s2 = new Uint32Array(starts.length * 2); s2.set(starts); starts = s2;
+      const p2 = new Int32Array(promptLengths.length * 2); p2.set(promptLengths); promptLengths = p2;
+    }
+    idTexts[count] = idJson(rollout.id);
+    promptLengths[count] = rollout.promptLength;
+    starts[count] = before;
+    starts[++count] = arena.used;
     lap('parse');
-    const result = pool.get(rollout.options).mask(rollout.tokens, { promptLength: rollout.promptLength });
-    lap('mask');
-    tokens += result.mask.length;
-    for (const span of result.spans) if (span.role === 'action') action += span.end - span.start;
-    lap('record');
-    writeMaskLine(writer, idJson(rollout.id), result);
-    lap('serialize');
+    if (arena.used >= GROUP_IDS) batch();
   }
+  batch();
   writer.close();
-  lap('serialize');
-  const totalMs = now() - t0;
-  // Flushes happened inside serialize laps (and close): move their time to `write`.
-  stages.serialize -= writeMs;
-  stages.write = writeMs;
-  if (action < 0) throw new Error('unreachable');
+  lap('write');
+  // The loop as the CLI runs it (each batch masked once): the stages' sum.
+  const totalMs = STAGES.reduce((sum, stage) => sum + stages[stage], 0);
+  if (t0 < 0) throw new Error('unreachable');
   return { stages, tokens, totalMs };
 }
 
@@ -109,6 +127,8 @@ export interface StageResult {
   /** MaskerPool.open: grammar + tokenizer (warm byte-table cache) + first Masker. */
   openMs: number;
   reps: number;
+  /** Warm ns per token of each stage. */
+  nsPerToken: Record<Stage, number>;
 }
 
 async function main() {
@@ -121,7 +141,6 @@ async function main() {
   const pool = await MaskerPool.open('search-r1', tokenizer, {});
   const openMs = now() - t0;
 
-  timeWriterIo();
   const stageMs = Object.fromEntries(STAGES.map((s) => [s, Infinity])) as Record<Stage, number>;
   let loopMs = Infinity;
   let tokens = 0;
@@ -149,6 +168,7 @@ async function main() {
     runRolloutsMs: round(runRolloutsMs),
     openMs: round(openMs),
     reps,
+    nsPerToken: Object.fromEntries(STAGES.map((s) => [s, +((stageMs[s] * 1e6) / tokens).toFixed(2)])) as Record<Stage, number>,
   };
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The CLI as one file, dist/cli.js, bundled from src/cli.ts by esbuild at build time (part of `npm run build`).
+// The CLI as one file, dist/cli.js (and its --jobs worker, dist/mask-worker.js), bundled from src/cli.ts by esbuild at build time (part of `npm run build`).
 // One file starts ~30 ms faster than the ~30 modules tsc emits (README, "Startup"); the dependencies stay
 // outside, resolved from the installation. `--if-changed` rebuilds only when a file in src/ is newer:
 // bin/tagmask.js calls it in a clone of the repository (and vitest's globalSetup, once before tests spawn the
@@ -33,8 +33,9 @@ export async function buildCli({ ifChanged = false } = {}) {
   const esbuild = await import('esbuild');
   // Written beside the target and renamed into place: processes started side by side never read half a file.
   const result = await esbuild.build({
-    entryPoints: [join(root, 'src', 'cli.ts')],
-    outfile,
+    // The worker threads of `mask --jobs` run dist/mask-worker.js, beside the CLI (src/jobs.ts finds it there).
+    entryPoints: { cli: join(root, 'src', 'cli.ts'), 'mask-worker': join(root, 'src', 'mask-worker.ts') },
+    outdir: dirname(outfile),
     bundle: true,
     platform: 'node',
     format: 'esm',

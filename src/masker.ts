@@ -8,6 +8,7 @@ import { needsAttributes, prepareAttributeReader } from './scan/attributes.ts';
 import type { CompiledGrammar } from './grammar/compile.ts';
 import { bind, type Bound, type OptionValues } from './scan/bind.ts';
 import { Cursor } from './scan/cursor.ts';
+import type { Segments } from './scan/segments.ts';
 import { scanRollout } from './scan/runner.ts';
 import { toDiagnostic } from './scan/describe.ts';
 import { buildSpans, fillMask, segmentStarts, type Span } from './scan/spans.ts';
@@ -34,6 +35,8 @@ export class Masker {
   readonly bound: Bound;
   /** This masker's own scan state: two maskers never share one, so scans do not interfere. */
   private readonly cursor = new Cursor();
+  /** What `maskBatch` hands its `each` callback: reused, valid during the call. */
+  private readonly scanned: Scanned = new Scanned(this, this.cursor.out);
 
   /** Binding is cheap after the first Masker of a grammar × tokenizer pair: the vocabulary tables are shared. */
   constructor(grammar: CompiledGrammar, table: ByteTable, options: OptionValues = {}) {
@@ -48,7 +51,14 @@ export class Masker {
     const starts = segmentStarts(bound, segments);
     const mask = new Uint8Array(tokens.length);
     const anyAction = fillMask(bound, segments, starts, tokens.length, mask);
-    const spans = buildSpans(bound, tokens, segments, starts);
+    return this.resultOfScan(tokens, mask, anyAction);
+  }
+
+  /** The result of the rollout this masker scanned last (its mask filled): spans and diagnostics, as `mask()` gives them. */
+  resultOfScan(tokens: ArrayLike<number>, mask: Uint8Array, anyAction: boolean): MaskResult {
+    const { bound } = this;
+    const segments = this.cursor.out;
+    const spans = buildSpans(bound, tokens, segments, segments.starts);
     const diagnostics: Diagnostic[] = [];
     for (const record of segments.records) diagnostics.push(toDiagnostic(bound, tokens, record));
     if (tokens.length > 0 && !anyAction) {
@@ -63,8 +73,9 @@ export class Masker {
    * mask array, without spans or messages. Returns how many diagnostics were raised (those `mask()` would
    * give, `no-action` included). A rollout that cannot be masked throws a RolloutError naming the rollout
    * and the token index within it; arguments that do not fit together throw a RangeError before any work.
+   * `each`, when given, sees every rollout right after it is masked (the CLI writes its output line from it).
    */
-  maskBatch(ids: Uint32Array, starts: Uint32Array, promptLengths: Int32Array | undefined, mask: Uint8Array): number {
+  maskBatch(ids: Uint32Array, starts: Uint32Array, promptLengths: Int32Array | undefined, mask: Uint8Array, each?: (rollout: number, scanned: Scanned) => void): number {
     const rollouts = Math.max(0, starts.length - 1);
     if (rollouts > 0) {
       const end = starts[starts.length - 1];
@@ -86,12 +97,34 @@ export class Masker {
         scanRollout(bound, rollout, promptLengths ? promptLengths[r] : -1, cursor);
         const anyAction = fillMask(bound, segments, segmentStarts(bound, segments), rollout.length, mask, from);
         raised += segments.records.length + (anyAction || rollout.length === 0 ? 0 : 1);
+        if (each) {
+          const scanned = this.scanned;
+          scanned.tokens = rollout; scanned.from = from; scanned.mask = mask; scanned.anyAction = anyAction;
+          each(r, scanned);
+        }
       }
     } catch (error) {
       if (error instanceof RolloutError) throw new RolloutError(`rollout ${r}: ${error.message}`, error.token);
       throw error;
     }
     return raised;
+  }
+}
+
+/**
+ * One rollout of a `maskBatch` call, just masked: its tokens, where its mask starts in the batch's mask, and
+ * the scan's segments (state starts, their token starts, the diagnostics' records). Valid only during the
+ * `each` call that gets it; `result()` gives what `mask()` would have returned for it.
+ */
+export class Scanned {
+  tokens: Uint32Array = new Uint32Array(0);
+  from = 0;
+  mask: Uint8Array = new Uint8Array(0);
+  anyAction = false;
+  constructor(readonly masker: Masker, readonly segments: Segments) {}
+  /** Spans and diagnostics as `mask()` gives them, with the mask copied out of the batch's. */
+  result(): MaskResult {
+    return this.masker.resultOfScan(this.tokens, this.mask.slice(this.from, this.from + this.tokens.length), this.anyAction);
   }
 }
 
@@ -137,10 +170,16 @@ export class MaskerPool {
     return masker;
   }
 
-  static async open(grammar: string, tokenizer: string, options: OptionValues): Promise<MaskerPool> {
+  /** The grammar and tokenizer as `open` was given them: a worker thread opens the same pool from these. */
+  source?: { grammar: string; tokenizer: string };
+
+  /** `tokenizer`: a name, folder or file to load, or one already loaded (a `--jobs` worker's, from the main thread's table). */
+  static async open(grammar: string, tokenizer: string | LoadedTokenizer, options: OptionValues): Promise<MaskerPool> {
     const compiled = loadGrammar(grammar);
     if (needsAttributes(compiled.grammar.tags)) await prepareAttributeReader();
-    const pool = new MaskerPool(compiled, await loadTokenizer(tokenizer), options);
+    const loaded = typeof tokenizer === 'string' ? await loadTokenizer(tokenizer) : tokenizer;
+    const pool = new MaskerPool(compiled, loaded, options);
+    pool.source = { grammar, tokenizer: loaded.path };
     pool.get({}); // bad --set values fail here, before any line is read
     return pool;
   }

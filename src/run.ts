@@ -6,7 +6,9 @@
 import type { MaskResult } from './masker.ts';
 import type { Frame } from './conformance.ts';
 import { inputIsStream, JsonlWriter, OutputClosed, OutputError } from './io/jsonl.ts';
-import { readRecord, readRecordBatches, readRollouts, recordId, recordText } from './io/records.ts';
+import { readRecord, readRecordBatches, readRollouts, recordId, recordText, type InputRecord } from './io/records.ts';
+import { ByteOut, MaskLines, type TextOut } from './io/mask-lines.ts';
+import { maskInParallel } from './jobs.ts';
 import { errorLine, idJson, idOf, errorMessage, writable, writeMaskLine } from './io/lines.ts';
 import { parquetColumns, ParquetRowWriter, ParquetValueError, type DeclaredColumn } from './io/parquet.ts';
 import { jsonText } from './io/json.ts';
@@ -45,8 +47,11 @@ export interface OutputOptions {
 }
 
 /** Where results go: JSON lines (plain or gzip) or Parquet rows. */
-interface Sink {
-  json?: JsonlWriter;
+export interface Sink {
+  /** JSON lines go out here, a piece at a time (absent for Parquet). */
+  json?: TextOut;
+  /** Whole output lines as bytes (the batched mask path's), after what `json` holds. */
+  bytes?(data: Uint8Array): void;
   /** An output object: its id as read (Parquet keeps its type) and as JSON (`idJson`), then the other fields. */
   write(id: unknown, idText: string, rest: Record<string, unknown>): void;
   error(id: unknown, line: number, message: string): void;
@@ -107,12 +112,27 @@ async function openSink(output: string | undefined, input: string, own: Declared
   const writer = new JsonlWriter(output);
   return {
     json: writer,
+    bytes: (data) => writer.writeBytes(data),
     write: (_id, idText, rest) => writer.write(`{"id":${idText},${JSON.stringify(rest).slice(1)}\n`),
     error: (id, line, message) => writer.write(errorLine(id, line, message)),
     raw: (value) => writer.write(`${jsonText(value)}\n`),
     flush: () => writer.flushThrough(),
     close: () => writer.close(),
     abort: () => writer.abort(),
+  };
+}
+
+/** A sink into memory: a chunk's JSON lines, as bytes (what a worker of `--jobs` sends back). */
+export function memorySink(out: ByteOut): Sink {
+  return {
+    json: out,
+    bytes: (data) => out.bytes(data),
+    write: (_id, idText, rest) => out.write(`{"id":${idText},${JSON.stringify(rest).slice(1)}\n`),
+    error: (id, line, message) => out.write(errorLine(id, line, message)),
+    raw: (value) => out.write(`${jsonText(value)}\n`),
+    flush: () => {},
+    close: () => {},
+    abort: () => {},
   };
 }
 
@@ -147,9 +167,99 @@ export interface RunOptions extends OutputOptions {
   /** Every rollout also goes onto this page. */
   html?: HtmlReport;
   progress?: Progress;
+  /**
+   * Worker threads masking plain JSONL lines into JSONL masks (`--jobs N`); 1 (the default) masks on this
+   * thread. The output is the same bytes either way. Other runs (check, Parquet, gzip, other mask forms, a
+   * pool not opened with `MaskerPool.open`) run on this thread.
+   */
+  jobs?: number;
 }
 
 const silent = (): void => {};
+
+/** What handling one record needs: the run's pool, sink, summary and settings. */
+export interface RecordContext {
+  pool: MaskerPool;
+  sink: Sink;
+  summary: RunSummary;
+  options: OutputOptions;
+  mode: Mode;
+  log: (line: string) => void;
+  html?: HtmlReport;
+  /** The input as messages name it (`<stdin>` for `-`). */
+  where: string;
+  /** Mask lines go out through `writeMaskLine` (the default form, JSONL). */
+  plainMask: boolean;
+}
+
+/** One record the general way: read in its shape, prepared, masked or checked, written (or its error). */
+export function handleRecord(context: RecordContext, item: InputRecord): void {
+  const { pool, sink, summary, options, mode, log, html, where, plainMask } = context;
+  const table = pool.tokenizer.table;
+  const source = `${where}:${item.number}`;
+  let rolloutId: unknown;
+  try {
+    const { line, value } = readRecord(item, options.format, mode === 'check', mode === 'mask' && options.outFormat);
+    // Every rollout of the record is masked before anything is written: a failure writes nothing half-done.
+    const done: Array<{ prepared: Prepared; result: MaskResult; id: string }> = [];
+    for (const rollout of line.rollouts) {
+      rolloutId = rollout.id;
+      // The id goes back out as JSON; one that cannot be written (nested too deeply) fails its line here.
+      const id = idJson(rollout.id);
+      const prepared = prepareRollout(pool, rollout);
+      done.push({ prepared, result: maskPrepared(pool, prepared), id });
+    }
+    if (mode === 'mask' && options.outFormat) {
+      const back = value ? writeBackShaped(line, value, done.map(({ result }) => outMask(result.mask, options)))
+        : { ...JSON.parse(recordText(item)), mask: Array.from(outMask(done[0].result.mask, options)) };
+      sink.raw(back as Record<string, unknown>);
+    }
+    for (const { prepared, result, id } of done) {
+      const { rollout } = prepared;
+      if (mode === 'mask') {
+        if (!options.outFormat) {
+          if (plainMask && prepared.source === undefined) writeMaskLine(sink.json!, id, result);
+          else sink.write(rollout.id, id, maskFields(table, prepared, result, options, sink.json === undefined));
+        }
+        html?.add(table, { id: rollout.id, tokens: rollout.tokens, result, source });
+      } else {
+        const given = rollout.given!;
+        const frame: Frame = given.shift ? 'targets' : 'tokens';
+        const disagreements = auditPrepared(pool, prepared, result)!;
+        const pattern = auditPattern(pool, prepared, result, disagreements);
+        // Only a disagreeing rollout is masked again, under the grammar's other option values.
+        const hints = disagreements.length ? optionHints(pool, prepared) : [];
+        sink.write(rollout.id, id, { agree: disagreements.length === 0, tokens: rollout.tokens.length, shape: line.shape, frame, field: given.field, pattern, disagreements, diagnostics: result.diagnostics, hints });
+        const stream = givenInStream(rollout)!.mask;
+        html?.add(table, { id: rollout.id, tokens: rollout.tokens, result, audit: { mask: stream, frame, disagreements, pattern, hints }, source });
+        if (disagreements.length) summary.disagreeing++;
+        if (frame === 'targets') summary.targetFrame++;
+        for (const run of disagreements) summary.directions.set(run.direction, (summary.directions.get(run.direction) ?? 0) + 1);
+        for (const code of new Set(disagreements.flatMap((run) => run.parts.map((part) => part.code)))) summary.parts?.set(code, (summary.parts.get(code) ?? 0) + 1);
+        if (disagreements.length && frame === 'targets') log(`${source}: ${formatFrame(rollout.id, given.values.length, rollout.tokens.length)}`);
+        if (pattern) {
+          const patterns = (summary.patterns ??= new Map());
+          patterns.set(pattern.code, (patterns.get(pattern.code) ?? 0) + 1);
+          log(`${source}: ${formatPattern(rollout.id, pattern)}`);
+        }
+        for (const run of disagreements) log(`${source}: ${formatDisagreement(rollout.id, run)}${line.shape === 'flat' ? '' : ` (${line.shape} ${run.field})`}`);
+        if (hints.length) log(`${source}: ${formatHints(rollout.id, hints)}`);
+        for (const hint of hints) summary.hints?.set(hintFlag(hint), (summary.hints.get(hintFlag(hint)) ?? 0) + 1);
+      }
+      // Counted only once its line is out: a rollout that failed is never counted as masked.
+      record(summary, result);
+    }
+  } catch (error) {
+    // A failed write ends the run (the caller removes the temporary output); anything else is this record's failure.
+    if (error instanceof OutputError || error instanceof OutputClosed) throw error;
+    summary.failed++;
+    const message = errorMessage(error);
+    log(`${source}: ${message}`);
+    const id = rolloutId ?? recordId(item);
+    sink.error(id, item.number, message);
+    html?.add(table, { id: writable(id), tokens: [], error: message, source });
+  }
+}
 
 /**
  * Stream rollouts from `input` (JSONL, .jsonl.gz or Parquet; any shape of src/io/shapes.ts) through the masker
@@ -160,80 +270,40 @@ export async function runRollouts(pool: MaskerPool, options: RunOptions): Promis
   const sink = await openSink(output, input, mode === 'check' ? CHECK_COLUMNS : options.outFormat ? 'input' : MASK_COLUMNS(options));
   const summary = newSummary();
   const where = input === '-' ? '<stdin>' : input;
-  const table = pool.tokenizer.table;
   // The run-by-run JSONL mask writer is the fast path; other forms build the object.
   // From a pipe, each read's results go out before the next read waits for more input.
   const streaming = inputIsStream(input);
   const plainMask = mode === 'mask' && sink.json !== undefined && !options.outFormat && !options.maskFormat && options.observationWeight === undefined && !options.charSpans;
   try {
     let bytes = 0;
-    for await (const batch of readRecordBatches(input)) {
-      for (const item of batch) {
-        bytes += item.bytes ? item.bytes.length + 1 : 0;
-        const source = `${where}:${item.number}`;
-        let rolloutId: unknown;
-        try {
-          const { line, value } = readRecord(item, options.format, mode === 'check', mode === 'mask' && options.outFormat);
-          // Every rollout of the record is masked before anything is written: a failure writes nothing half-done.
-          const done: Array<{ prepared: Prepared; result: MaskResult; id: string }> = [];
-          for (const rollout of line.rollouts) {
-            rolloutId = rollout.id;
-            // The id goes back out as JSON; one that cannot be written (nested too deeply) fails its line here.
-            const id = idJson(rollout.id);
-            const prepared = prepareRollout(pool, rollout);
-            done.push({ prepared, result: maskPrepared(pool, prepared), id });
-          }
-          if (mode === 'mask' && options.outFormat) {
-            const back = value ? writeBackShaped(line, value, done.map(({ result }) => outMask(result.mask, options)))
-              : { ...JSON.parse(recordText(item)), mask: Array.from(outMask(done[0].result.mask, options)) };
-            sink.raw(back as Record<string, unknown>);
-          }
-          for (const { prepared, result, id } of done) {
-            const { rollout } = prepared;
-            if (mode === 'mask') {
-              if (!options.outFormat) {
-                if (plainMask && prepared.source === undefined) writeMaskLine(sink.json!, id, result);
-                else sink.write(rollout.id, id, maskFields(table, prepared, result, options, sink.json === undefined));
-              }
-              html?.add(table, { id: rollout.id, tokens: rollout.tokens, result, source });
-            } else {
-              const given = rollout.given!;
-              const frame: Frame = given.shift ? 'targets' : 'tokens';
-              const disagreements = auditPrepared(pool, prepared, result)!;
-              const pattern = auditPattern(pool, prepared, result, disagreements);
-              // Only a disagreeing rollout is masked again, under the grammar's other option values.
-              const hints = disagreements.length ? optionHints(pool, prepared) : [];
-              sink.write(rollout.id, id, { agree: disagreements.length === 0, tokens: rollout.tokens.length, shape: line.shape, frame, field: given.field, pattern, disagreements, diagnostics: result.diagnostics, hints });
-              const stream = givenInStream(rollout)!.mask;
-              html?.add(table, { id: rollout.id, tokens: rollout.tokens, result, audit: { mask: stream, frame, disagreements, pattern, hints }, source });
-              if (disagreements.length) summary.disagreeing++;
-              if (frame === 'targets') summary.targetFrame++;
-              for (const run of disagreements) summary.directions.set(run.direction, (summary.directions.get(run.direction) ?? 0) + 1);
-              for (const code of new Set(disagreements.flatMap((run) => run.parts.map((part) => part.code)))) summary.parts?.set(code, (summary.parts.get(code) ?? 0) + 1);
-              if (disagreements.length && frame === 'targets') log(`${source}: ${formatFrame(rollout.id, given.values.length, rollout.tokens.length)}`);
-              if (pattern) {
-                const patterns = (summary.patterns ??= new Map());
-                patterns.set(pattern.code, (patterns.get(pattern.code) ?? 0) + 1);
-                log(`${source}: ${formatPattern(rollout.id, pattern)}`);
-              }
-              for (const run of disagreements) log(`${source}: ${formatDisagreement(rollout.id, run)}${line.shape === 'flat' ? '' : ` (${line.shape} ${run.field})`}`);
-              if (hints.length) log(`${source}: ${formatHints(rollout.id, hints)}`);
-              for (const hint of hints) summary.hints?.set(hintFlag(hint), (summary.hints.get(hintFlag(hint)) ?? 0) + 1);
-            }
-            // Counted only once its line is out: a rollout that failed is never counted as masked.
-            record(summary, result);
-          }
-        } catch (error) {
-          // A failed write ends the run (the caller removes the temporary output); anything else is this record's failure.
-          if (error instanceof OutputError || error instanceof OutputClosed) throw error;
-          summary.failed++;
-          const message = errorMessage(error);
-          log(`${source}: ${message}`);
-          const id = rolloutId ?? recordId(item);
-          sink.error(id, item.number, message);
-          html?.add(table, { id: writable(id), tokens: [], error: message, source });
-        }
-      }
+    const context: RecordContext = { pool, sink, summary, options, mode, log, html, where, plainMask };
+    const each = (item: InputRecord) => handleRecord(context, item);
+    // Plain flat JSONL lines to plain JSONL masks: a chunk at a time straight from the bytes (io/mask-lines.ts);
+    // any line that path does not take comes back here.
+    const fast = plainMask && !html && fileFormat(input) === 'jsonl' && (options.format === undefined || options.format === 'flat')
+      ? new MaskLines(pool, new ByteOut(), summary) : undefined;
+    const drain = () => { if (fast!.out.used) sink.bytes!(fast!.out.take()); };
+    const jobs = options.jobs ?? 1;
+    if (fast && jobs > 1 && pool.source) {
+      const output: OutputOptions = { format: options.format };
+      await maskInParallel({
+        jobs,
+        setup: { ...pool.source, table: pool.tokenizer.table, options: pool.options, output, where },
+        batches: readRecordBatches(input),
+        write: (data) => sink.bytes!(data),
+        log,
+        summary,
+        progress,
+        written: () => { if (streaming) sink.flush(); },
+        // For the bench (bench/jobs.ts): where a parallel run's time went, one line on stderr.
+        stats: process.env.TAGMASK_JOBS_STATS ? (stats) => process.stderr.write(`TAGMASK_JOBS_STATS ${JSON.stringify(stats)}\n`) : undefined,
+      });
+    } else for await (const batch of readRecordBatches(input)) {
+      for (const item of batch) bytes += item.bytes ? item.bytes.length + 1 : 0;
+      if (fast) {
+        fast.run(batch, each, drain);
+        drain();
+      } else for (const item of batch) each(item);
       progress?.update(bytes, summary.rollouts + summary.failed, summary.tokens);
       if (streaming) sink.flush();
     }

@@ -17,10 +17,11 @@ const MASK_OUTPUT_FLAGS: Record<string, FlagSpec> = {
   'observation-weight': { type: 'string', value: 'W', help: 'write weights instead of 0/1: 1 on action, W elsewhere (world-model loss)' },
   spans: { type: 'string', value: 'UNIT', choices: ['tokens', 'chars'], default: 'tokens', help: 'chars: spans of text and messages rollouts also carry character offsets into the text' },
   'out-format': { type: 'boolean', help: 'write each input line back with its own mask fields replaced, in its framework\'s frame' },
+  jobs: { type: 'string', value: 'N', default: '1', help: 'mask on N worker threads (JSONL in, JSONL masks out; the same output, in input order)' },
 };
 
 /** The output options of mask (check writes verdicts; both read --format). */
-export function outputOptions(args: Args, mask: boolean): OutputOptions {
+export function outputOptions(args: Args, mask: boolean): OutputOptions & { jobs?: number } {
   const format = args.string('format') as ShapeName | undefined;
   if (!mask) return { format };
   const weight = args.string('observation-weight');
@@ -32,7 +33,10 @@ export function outputOptions(args: Args, mask: boolean): OutputOptions {
   const runs = args.string('mask-format') === 'runs';
   if (runs && observationWeight !== undefined) throw new UsageError('--mask-format runs lists action runs: it has no place for --observation-weight', 'mask');
   if (runs && args.boolean('out-format')) throw new UsageError('--out-format writes masks in the framework\'s own field: --mask-format runs does not fit there', 'mask');
-  return { format, maskFormat: runs ? 'runs' : undefined, observationWeight, charSpans: args.string('spans') === 'chars', outFormat: args.boolean('out-format') };
+  const jobsFlag = args.string('jobs') ?? '1';
+  const jobs = Number(jobsFlag);
+  if (!/^\d+$/.test(jobsFlag) || jobs < 1 || jobs > 256) throw new UsageError(`--jobs ${jobsFlag}: expected a whole number of worker threads from 1 to 256`, 'mask');
+  return { format, maskFormat: runs ? 'runs' : undefined, observationWeight, charSpans: args.string('spans') === 'chars', outFormat: args.boolean('out-format'), jobs };
 }
 
 export function rolloutCommand(name: 'mask' | 'check'): CommandSpec {

@@ -51,12 +51,15 @@ function readSome(fd: number, buffer: Buffer, at: number): number {
 }
 
 /**
- * Splits what is read into lines, in one reused buffer. The caller reads into it at `space()` and
- * takes the complete lines; a line longer than the buffer grows it, and the buffer shrinks back after such
- * a line so that one huge rollout does not keep its memory for the rest of the run.
+ * Splits what is read into lines, in two reused buffers taken in turn: the caller reads into one at `space()`
+ * while the lines of the other are still in use, and takes the complete lines; a line longer than the buffer
+ * grows it, and the buffer shrinks back after such a line so that one huge rollout does not keep its memory
+ * for the rest of the run.
  */
 export class LineSplitter {
   buffer: Buffer;
+  /** The buffer read into before this one, whose lines may still be in use until the next `release()`. */
+  private other: Buffer | undefined;
   /** `size`: the normal buffer size (tests use tiny ones, so lines outgrow it); `maxLine`: the longest line kept. */
   constructor(private readonly size = READ_CHUNK, private readonly maxLine = MAX_LINE_BYTES) {
     this.buffer = Buffer.allocUnsafe(size);
@@ -117,20 +120,21 @@ export class LineSplitter {
 
   private unfinished?: { start: number; end: number };
 
-  /** Called before the next read, when the lines handed out are no longer used: keep the unfinished line. */
+  /**
+   * Called before the next read: the unfinished line moves to the front of the other buffer, which the next
+   * read fills. The lines handed out last stay valid until the release after this one.
+   */
   release(): void {
-    if (!this.unfinished) return;
-    const { start, end } = this.unfinished;
+    const { start, end } = this.unfinished ?? { start: 0, end: 0 };
     this.unfinished = undefined;
-    if (this.buffer.length > this.size && end - start < this.size / 2) {
-      // A long line is done: go back to the normal buffer size.
-      const smaller = Buffer.allocUnsafe(this.size);
-      this.buffer.copy(smaller, 0, start, end);
-      this.buffer = smaller;
-    } else {
-      this.buffer.copy(this.buffer, 0, start, end);
-    }
-    this.kept = end - start;
+    const kept = end - start;
+    let next = this.other;
+    // A long line is done: go back to the normal buffer size (and never read into one too small for what is kept).
+    if (next === undefined || next.length < kept || (next.length > this.size && kept < this.size / 2)) next = Buffer.allocUnsafe(Math.max(this.size, kept));
+    this.buffer.copy(next, 0, start, end);
+    this.other = this.buffer.length > this.size && kept < this.size / 2 ? undefined : this.buffer;
+    this.buffer = next;
+    this.kept = kept;
   }
 
   private push(out: Line[], start: number, newline: number): void {
@@ -197,16 +201,24 @@ export function* readJsonl(path: string): Generator<Line> {
 export async function* readJsonlBatches(path: string, maxLine = MAX_LINE_BYTES): AsyncGenerator<Line[]> {
   const fd = openInput(path);
   const splitter = new LineSplitter(READ_CHUNK, maxLine);
+  // The next read is under way (on libuv's thread pool) while the caller works on the lines of this one.
+  let pending: Promise<number> | undefined;
   try {
-    for (;;) {
-      splitter.release();
-      const at = splitter.space();
-      const read = await readSomeAsync(fd, splitter.buffer, at);
+    for (pending = readSomeAsync(fd, splitter.buffer, splitter.space()); ;) {
+      const read = await pending;
+      pending = undefined;
       const lines = splitter.lines(read);
+      if (read === 0) {
+        if (lines.length) yield lines;
+        return;
+      }
+      splitter.release();
+      pending = readSomeAsync(fd, splitter.buffer, splitter.space());
       if (lines.length) yield lines;
-      if (read === 0) return;
     }
   } finally {
+    // Stopped early (an error, a closed output): the read under way finishes before its descriptor is closed.
+    if (pending) await pending.catch(() => 0);
     if (fd !== 0) closeSync(fd);
   }
 }
@@ -382,6 +394,12 @@ export class JsonlWriter {
 
   /** Append raw bytes (a Parquet writer's output goes through here, to get the same output safety). */
   writeBytes(bytes: Uint8Array): void {
+    if (!this.gzip && bytes.length >= BUFFER >> 1) {
+      // A chunk's worth (the fast mask path's lines) goes out as it is, after what is buffered: no copy.
+      this.flush();
+      this.send(bytes, bytes.length);
+      return;
+    }
     for (let at = 0; at < bytes.length;) {
       if (this.used === this.buffer.length) this.flush();
       const take = Math.min(bytes.length - at, this.buffer.length - this.used);
@@ -441,6 +459,15 @@ export class JsonlWriter {
     if (this.failed) throw this.failed;
     const data = this.gzip && this.used > 0 ? gzipSync(this.buffer.subarray(0, this.used)) : this.buffer;
     const length = this.gzip ? (this.used > 0 ? data.length : 0) : this.used;
+    this.send(data, length);
+    this.used = 0;
+    // A huge line grew the buffer: give the memory back.
+    if (this.buffer.length > BUFFER) this.buffer = Buffer.allocUnsafe(BUFFER);
+  }
+
+  /** Write `data[0 .. length)` to the output, whole. */
+  private send(data: Uint8Array, length: number): void {
+    if (this.failed) throw this.failed;
     let at = 0;
     while (at < length) {
       try {
@@ -454,9 +481,6 @@ export class JsonlWriter {
         throw this.failed;
       }
     }
-    this.used = 0;
-    // A huge line grew the buffer: give the memory back.
-    if (this.buffer.length > BUFFER) this.buffer = Buffer.allocUnsafe(BUFFER);
   }
 
   /** Finish: flush, and move the temporary file into place. */

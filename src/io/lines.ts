@@ -3,7 +3,7 @@
  * they came, or the line fails.
  */
 import type { MaskResult } from '../masker.ts';
-import type { JsonlWriter } from './jsonl.ts';
+import type { TextOut } from './mask-lines.ts';
 import { jsonText } from './json.ts';
 
 /** A thrown value's message, whatever was thrown. */
@@ -70,7 +70,7 @@ export function idOf(text: string): unknown {
 const tagJson = new Map<string, string>();
 
 /** The output line, written piece by piece: the same JSON as JSON.stringify, without building the object twice. `id` is already JSON. */
-export function writeMaskLine(writer: JsonlWriter, id: string, result: MaskResult) {
+export function writeMaskLine(writer: TextOut, id: string, result: MaskResult) {
   writer.write(`{"id":${id},"mask":`);
   writer.writeMask(result.mask);
   let spans = ',"spans":[';

@@ -19,7 +19,7 @@
  */
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { InputError } from './jsonl.ts';
-import type { ColumnChunk, FileMetaData, PageHeader, SchemaElement, SchemaTree } from 'hyparquet';
+import type { ColumnChunk, CompressionCodec, FileMetaData, PageHeader, ParquetType, SchemaElement, SchemaTree } from 'hyparquet';
 
 /** Most values one row may hold in one column: 2^24 ids is ~100 MB of JSONL, far beyond any rollout. */
 export const ROW_VALUES = 1 << 24;
@@ -56,6 +56,9 @@ type Library = typeof import('hyparquet') & {
   compressors: Record<string, (input: Uint8Array, outputLength: number) => Uint8Array>;
 };
 
+/** What hyparquet's page readers take about a column (its ColumnDecoder, not exported by name). */
+type ColumnDecoder = Parameters<Library['readDataPage']>[2];
+
 let library: Promise<Library> | undefined;
 
 /** hyparquet and the decompressors, loaded when a Parquet file is met (they cost every CLI start ~50 ms otherwise). */
@@ -74,7 +77,7 @@ function load(): Promise<Library> {
     // gzip and brotli through node:zlib (native, and bounded by the page's declared size); ZSTD, LZ4 and SNAPPY
     // from hyparquet-compressors (fzstd, its LZ4, hysnappy's WebAssembly snappy).
     const compressors = {
-      SNAPPY: bounded('SNAPPY', extra.decompressSnappy as never),
+      SNAPPY: bounded('SNAPPY', extra.decompressSnappy),
       GZIP: bounded('GZIP', (input, length) => gunzipSync(input, { maxOutputLength: Math.max(length, 1) })),
       BROTLI: bounded('BROTLI', (input, length) => brotliDecompressSync(input, { maxOutputLength: Math.max(length, 1) })),
       // fzstd is given no output buffer: handed one, it compares the buffer with 1 (==), which turns all of it into a string.
@@ -84,8 +87,8 @@ function load(): Promise<Library> {
         return extra.decompressZstd(input);
       }),
       // LZ4 (the deprecated codec): Hadoop's framing, or raw blocks, as Arrow's reader tries them.
-      LZ4: bounded('LZ4', extra.decompressLz4 as never),
-      LZ4_RAW: bounded('LZ4_RAW', extra.decompressLz4Raw as never),
+      LZ4: bounded('LZ4', extra.decompressLz4),
+      LZ4_RAW: bounded('LZ4_RAW', extra.decompressLz4Raw),
     };
     return { ...main, parquetHeader: column.parquetHeader, readDataPage: datapage.readDataPage, readDataPageV2: datapage.readDataPageV2, decompressPage: datapage.decompressPage, readPlain: plain.readPlain, getMaxDefinitionLevel: schema.getMaxDefinitionLevel, getMaxRepetitionLevel: schema.getMaxRepetitionLevel, readPage: column.readPage, convert: convert.convert, parsers: convert.DEFAULT_PARSERS, assembleNested: assemble.assembleNested, compressors };
   })();
@@ -121,7 +124,7 @@ export function plainValue(value: unknown): unknown {
 const INTEGER_TYPES = new Set([undefined, 'INT_8', 'INT_16', 'INT_32', 'INT_64', 'UINT_8', 'UINT_16', 'UINT_32', 'UINT_64']);
 
 /** Whether a leaf holds plain numbers or booleans (no decimal, date or time meaning to convert). */
-function isNumeric(element: SchemaElement): boolean {
+function isNumeric(element: SchemaElement): element is SchemaElement & { type: 'INT32' | 'INT64' | 'BOOLEAN' | 'FLOAT' | 'DOUBLE' } {
   const { type, converted_type: converted, logical_type: logical } = element;
   if (type !== 'INT32' && type !== 'INT64' && type !== 'BOOLEAN' && type !== 'FLOAT' && type !== 'DOUBLE') return false;
   if (logical && logical.type !== 'INTEGER') return false;
@@ -132,7 +135,7 @@ function isNumeric(element: SchemaElement): boolean {
  * A top-level column this reader decodes itself: a numeric leaf, flat or under exactly one repeated level
  * (the three-level LIST pyarrow, Polars and DuckDB write, or a legacy repeated field).
  */
-interface FastColumn { name: string; path: SchemaTree[]; leaf: SchemaElement; repeated: boolean; maxDefinition: number; listDefinition: number }
+interface FastColumn { name: string; path: SchemaTree[]; leaf: SchemaElement & { type: ParquetType }; repeated: boolean; maxDefinition: number; listDefinition: number }
 
 function fastColumn(library: Library, child: SchemaTree, root: SchemaTree): FastColumn | undefined {
   const path: SchemaTree[] = [root];
@@ -171,7 +174,7 @@ class ColumnCursor {
   private readonly view: DataView;
   private readonly reader: { view: DataView; offset: number };
   private dictionary?: ArrayLike<unknown>;
-  private readonly decoder: Record<string, unknown>;
+  private readonly decoder: ColumnDecoder;
   /** Values of the rows decoded and not yet taken. */
   values = new Float64Array(1024);
   /** BigInts of values past 2^53 (by index into `values`), where there are any. */
@@ -187,11 +190,11 @@ class ColumnCursor {
   done = false;
   readonly booleans: boolean;
 
-  constructor(private readonly library: Library, readonly column: FastColumn, bytes: Uint8Array, codec: string) {
+  constructor(private readonly library: Library, readonly column: FastColumn, bytes: Uint8Array, codec: CompressionCodec) {
     this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     this.reader = { view: this.view, offset: 0 };
     this.booleans = column.leaf.type === 'BOOLEAN';
-    this.decoder = { pathInSchema: column.path.slice(1).map((node) => node.element.name), type: column.leaf.type, element: column.leaf, schemaPath: column.path, codec, compressors: library.compressors, parsers: {} };
+    this.decoder = { pathInSchema: column.path.slice(1).map((node) => node.element.name), type: column.leaf.type, element: column.leaf, schemaPath: column.path, codec, compressors: library.compressors, parsers: library.parsers };
   }
 
   /** Complete rows decoded and not yet taken. */
@@ -212,19 +215,19 @@ class ColumnCursor {
 
   private page(): void {
     const library = this.library;
-    const header = library.parquetHeader(this.reader as never);
+    const header = library.parquetHeader(this.reader);
     const size = header.compressed_page_size;
     if (!(size >= 0) || this.reader.offset + size > this.view.byteLength) throw new ParquetLimit(`column ${this.column.name}: a page runs past the end of its column chunk`);
     if (!(header.uncompressed_page_size >= 0 && header.uncompressed_page_size <= PAGE_BYTES)) throw new ParquetLimit(`column ${this.column.name}: a page declares ${header.uncompressed_page_size} bytes uncompressed (at most ${PAGE_BYTES} are read)`);
     const bytes = new Uint8Array(this.view.buffer, this.view.byteOffset + this.reader.offset, size);
     this.reader.offset += size;
-    const decoder = this.decoder as never;
+    const decoder = this.decoder;
     if (header.type === 'DICTIONARY_PAGE') {
       const count = header.dictionary_page_header?.num_values ?? 0;
       if (!(count >= 0 && count <= PAGE_VALUES)) throw new ParquetLimit(`column ${this.column.name}: a dictionary of ${count} values (at most ${PAGE_VALUES})`);
-      const page = library.decompressPage(bytes, header.uncompressed_page_size, this.decoder.codec as never, library.compressors);
+      const page = library.decompressPage(bytes, header.uncompressed_page_size, this.decoder.codec, library.compressors);
       this.dictionaryNumbers = undefined;
-      this.dictionary = library.readPlain({ view: new DataView(page.buffer, page.byteOffset, page.byteLength), offset: 0 }, this.column.leaf.type!, count, undefined) as ArrayLike<unknown>;
+      this.dictionary = library.readPlain({ view: new DataView(page.buffer, page.byteOffset, page.byteLength), offset: 0 }, this.column.leaf.type, count, undefined) as ArrayLike<unknown>;
       return;
     }
     const declared = header.data_page_header?.num_values ?? header.data_page_header_v2?.num_values;
@@ -237,7 +240,7 @@ class ColumnCursor {
     // Encodings read less often (delta, byte stream split, bit-packed levels): hyparquet decodes the page.
     const { definitionLevels, repetitionLevels, dataPage } = header.type === 'DATA_PAGE_V2'
       ? library.readDataPageV2(bytes, header, decoder)
-      : library.readDataPage(library.decompressPage(bytes, header.uncompressed_page_size, this.decoder.codec as never, library.compressors), header.data_page_header!, decoder);
+      : library.readDataPage(library.decompressPage(bytes, header.uncompressed_page_size, this.decoder.codec, library.compressors), header.data_page_header!, decoder);
     const dictionary = dictionaryEncoded ? this.dictionary : undefined;
     const values = dictionary ? Array.from(dataPage as ArrayLike<number>, (index) => dictionary[index]) : dataPage as ArrayLike<unknown>;
     this.take(declared, definitionLevels as ArrayLike<number>, repetitionLevels as ArrayLike<number>, values, 0);
@@ -251,7 +254,7 @@ class ColumnCursor {
     if (!v2 && (v1!.definition_level_encoding !== 'RLE' || (repeated && v1!.repetition_level_encoding !== 'RLE'))) return false;
     if (!dictionaryEncoded && encoding !== 'PLAIN' && !(encoding === 'RLE' && this.booleans)) return false;
     const library = this.library;
-    const codec = this.decoder.codec as never;
+    const codec = this.decoder.codec;
     let page: Uint8Array;
     let at = 0;
     const repetition = repeated ? levels(count) : EMPTY;

@@ -92,53 +92,105 @@ export async function* readRollouts(input: string, format?: ShapeName, needMask 
   }
 }
 
-let idBuffer = new Uint32Array(1 << 16);
-/** A reused id buffer up to this size (16 MB) is kept between lines; a larger one only while lines need it. */
+/** A grown id buffer up to this size (16 MB) is kept between lines and chunks; a larger one only while lines need it. */
 const ID_BUFFER_KEPT = 1 << 22;
+
+/**
+ * Token ids read from lines, back to back in one reused Uint32Array: the CLI reads a chunk's lines into one
+ * and masks them in one `maskBatch` call. `used` ids are taken; the rest is room.
+ */
+export class IdArena {
+  ids = new Uint32Array(1 << 16);
+  used = 0;
+
+  /** Make room for `more` ids past `used`, keeping those taken. */
+  reserve(more: number): void {
+    const need = this.used + more;
+    if (need <= this.ids.length) return;
+    const bigger = new Uint32Array(Math.max(need, this.ids.length * 2));
+    bigger.set(this.ids.subarray(0, this.used));
+    this.ids = bigger;
+  }
+
+  /**
+   * Start over. A buffer grown for a huge line (44 M ids: 176 MB) is let go, instead of being held for the
+   * rest of the run, once `next` (what the coming lines may need) is far smaller.
+   */
+  reset(next = 0, kept = ID_BUFFER_KEPT): void {
+    this.used = 0;
+    if (this.ids.length > kept && next < this.ids.length >> 3) this.ids = new Uint32Array(Math.max(next, 1 << 16));
+  }
+}
+
+const lineIds = new IdArena();
 
 /**
  * The line with its top-level `"tokens"` array read from the bytes (a view into a reused buffer) and the rest
  * parsed with that array left empty; undefined for anything unusual (the caller then parses the whole line).
  */
 export function spliceTokens(bytes: Buffer): { value: Record<string, unknown>; ids: Uint32Array } | undefined {
+  lineIds.reset(bytes.length >> 1);
+  const value = readTokens(bytes, lineIds);
+  return value && { value, ids: lineIds.ids.subarray(0, lineIds.used) };
+}
+
+const isSpace = (c: number) => c === 32 || c === 9 || c === 10 || c === 13;
+
+/**
+ * Read the line's top-level `"tokens"` array straight from its bytes into `arena` (appended at `used`, which
+ * moves past them) and parse the rest of the line with that array left empty. Undefined for anything unusual
+ * (the caller then parses the whole line); `arena.used` is then where it was.
+ */
+export function readTokens(bytes: Buffer, arena: IdArena): Record<string, unknown> | undefined {
   const key = bytes.indexOf(TOKENS_KEY);
   // The raw key must be the only one: a second `"tokens"` (nested or duplicated), or any `\u` escape (which
   // could spell another `"tokens"` key, `"\u0074okens"`), leaves the line to JSON.parse.
   if (key < 0 || bytes.indexOf(TOKENS_KEY, key + TOKENS_KEY.length) >= 0 || bytes.indexOf(UNICODE_ESCAPE) >= 0) return undefined;
   let at = key + TOKENS_KEY.length;
   const end = bytes.length;
-  const space = (c: number) => c === 32 || c === 9 || c === 10 || c === 13;
-  while (at < end && space(bytes[at])) at++;
+  while (at < end && isSpace(bytes[at])) at++;
   if (bytes[at++] !== 0x3a) return undefined;
-  while (at < end && space(bytes[at])) at++;
+  while (at < end && isSpace(bytes[at])) at++;
   if (bytes[at] !== 0x5b) return undefined;
-  // Past the end a Buffer reads undefined, which no test below accepts: the loop cannot run away.
   const open = at++;
-  // At most one id per two bytes (`1,`) from here on. A buffer grown for a huge line (44 M ids: 176 MB) is
-  // let go once a normal line comes, instead of being held for the rest of the run.
-  const most = ((end - at) >> 1) + 1;
-  if (idBuffer.length < most) idBuffer = new Uint32Array(Math.max(most, idBuffer.length * 2));
-  else if (idBuffer.length > ID_BUFFER_KEPT && most < idBuffer.length >> 3) idBuffer = new Uint32Array(Math.max(most, 1 << 16));
-  const ids = idBuffer;
-  let count = 0;
+  // A `]` must follow: every loop below stops at it (it is neither a digit nor a space), so none runs past
+  // the end, where a Buffer reads undefined (and `undefined - 0x30 >>> 0` is 0, a digit).
+  if (bytes.indexOf(0x5d, at) < 0) return undefined;
+  // At most one id per two bytes (`1,`) from here on.
+  arena.reserve(((end - at) >> 1) + 1);
+  const ids = arena.ids;
+  const first = arena.used;
+  let count = first;
   let close = -1;
-  // Digits and commas (spaces allowed around them); a value is a plain non-negative integer of at most
-  // 10 digits. The loop is written for the common shape `[1,22,333]`.
+  // Digits and commas (spaces allowed around them); a value is a plain non-negative integer up to
+  // MAX_TOKEN_ID. The loop is written for the common shape `[1,22,333]`: the comma is tested first, a
+  // number's first digit apart (JSON has no leading zeros: `007` is JSON.parse's to reject), and the digit
+  // count never (an 11-digit number is past MAX_TOKEN_ID anyway).
   let c = bytes[at];
-  while (c === 32 || c === 9 || c === 10 || c === 13) c = bytes[++at];
+  while (isSpace(c)) c = bytes[++at];
   if (c === 0x5d) close = at;
   else for (;;) {
-    const first = at;
-    let value = 0;
-    while (c >= 0x30 && c <= 0x39) { value = value * 10 + (c - 0x30); c = bytes[++at]; }
-    const digits = at - first;
-    // JSON has no leading zeros (`007` is not a number): such a line is JSON.parse's to reject.
-    if (digits === 0 || digits > 10 || value > MAX_TOKEN_ID || (digits > 1 && bytes[first] === 0x30)) return undefined;
+    let digit = c - 0x30;
+    if (digit >>> 0 > 9) return undefined;
+    let value = digit;
+    c = bytes[++at];
+    digit = c - 0x30;
+    if (value === 0) {
+      if (digit >>> 0 <= 9) return undefined;
+    } else {
+      while (digit >>> 0 <= 9) { value = value * 10 + digit; c = bytes[++at]; digit = c - 0x30; }
+      if (value > MAX_TOKEN_ID) return undefined;
+    }
     ids[count++] = value;
-    while (c === 32 || c === 9 || c === 10 || c === 13) c = bytes[++at];
     if (c === 0x2c) {
       c = bytes[++at];
-      while (c === 32 || c === 9 || c === 10 || c === 13) c = bytes[++at];
+      if (isSpace(c)) do c = bytes[++at]; while (isSpace(c));
+      continue;
+    }
+    while (isSpace(c)) c = bytes[++at];
+    if (c === 0x2c) {
+      c = bytes[++at];
+      while (isSpace(c)) c = bytes[++at];
       continue;
     }
     if (c === 0x5d) { close = at; break; }
@@ -152,5 +204,6 @@ export function spliceTokens(bytes: Buffer): { value: Record<string, unknown>; i
   }
   // The array read must be the line's own top-level "tokens": the spliced line then holds `[]` there.
   if (!isObject(value) || !Array.isArray(value.tokens) || value.tokens.length !== 0) return undefined;
-  return { value, ids: ids.subarray(0, count) };
+  arena.used = count;
+  return value;
 }

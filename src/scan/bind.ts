@@ -15,7 +15,16 @@ import { buildScanView } from '../tokenizer/special.ts';
 
 export type OptionValues = Record<string, number | null>;
 
-const MEMO_BITS = 12;
+/**
+ * The memo's layout, one place for the scanner (runner.ts `runDfa`) and the tables here. It holds 2^MEMO_SLOT_BITS
+ * slots, found by a hash of (automaton state, token id). A slot's result is the state after the whole token, or,
+ * where a literal ends inside it, `~(literal << MEMO_OFFSET_BITS | end offset)`: so only pieces shorter than
+ * MEMO_MAX_PIECE are remembered (longer ones are stepped byte by byte).
+ */
+export const MEMO_SLOT_BITS = 12;
+export const MEMO_OFFSET_BITS = 12;
+export const MEMO_OFFSET_MASK = (1 << MEMO_OFFSET_BITS) - 1;
+export const MEMO_MAX_PIECE = 1 << MEMO_OFFSET_BITS;
 
 /** Per automaton: what a whole token does from a state, remembered (see runner.ts `runDfa`). */
 export interface Memo { memoState: Int32Array; memoId: Int32Array; memoResult: Int32Array }
@@ -58,7 +67,7 @@ export interface GrammarTables {
    * stops on them and reports them, which is how every id gets checked without a pass of its own.
    */
   skip: Uint8Array[];
-  /** Per automaton: what a whole token does from a state (next state, or ~(literal << 12 | end offset)). */
+  /** Per automaton: what a whole token does from a state (next state, or ~(literal << MEMO_OFFSET_BITS | end offset)). */
   memo: Memo[];
   /** Bit 1: padding (a run of them ends the stream); bit 2: also a stop token the model samples. */
   isPadding: Uint8Array;
@@ -156,7 +165,7 @@ function buildTables(grammar: CompiledGrammar, table: ByteTable): GrammarTables 
 }
 
 function newMemo(): Memo {
-  const size = 1 << MEMO_BITS;
+  const size = 1 << MEMO_SLOT_BITS;
   return { memoState: new Int32Array(size).fill(-1), memoId: new Int32Array(size), memoResult: new Int32Array(size) };
 }
 

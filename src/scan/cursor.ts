@@ -11,7 +11,8 @@ import type { Bound } from './bind.ts';
 import { Segments } from './segments.ts';
 
 export class Cursor {
-  bound: Bound = undefined as never;
+  /** The grammar and tokenizer tables of the rollout being scanned: set by `begin`, before any step reads it. */
+  bound!: Bound;
   ids: ArrayLike<number> = [];
   out: Segments;
   /** The machine state the walk is in. */
@@ -60,6 +61,21 @@ export class Cursor {
   }
 }
 
+/** How many bytes token `t`'s piece has (in the scanner's view, where a special token is one byte). */
+export function pieceLength(c: Cursor, t: number): number {
+  const { offsets } = c.bound.scan;
+  const id = c.ids[t];
+  return offsets[id + 1] - offsets[id];
+}
+
+/**
+ * Is (token, offset) just past the last byte of `token`? That position is the next token's start, (token + 1, 0):
+ * the steps write it so, so that one place has one spelling (a state beginning there straddles nothing).
+ */
+export function atTokenEnd(c: Cursor, token: number, offset: number): boolean {
+  return offset > 0 && offset === pieceLength(c, token);
+}
+
 /**
  * Does `literal` occur at (token, offset)? On success its end is in atToken/atOffset.
  * Bytes past `limit` tokens do not count: they are padding or beyond a budget.
@@ -88,14 +104,12 @@ export function matchForward(c: Cursor, limit: number, token: number, offset: nu
 
 /** The position `length` bytes before (token, offset), into atToken/atOffset; false before the stream. */
 export function retreat(c: Cursor, token: number, offset: number, length: number): boolean {
-  const { offsets } = c.bound.scan;
-  const ids = c.ids;
   let t = token;
   let o = offset;
   while (length > o) {
     length -= o;
     if (--t < 0) return false;
-    o = offsets[ids[t] + 1] - offsets[ids[t]];
+    o = pieceLength(c, t);
   }
   c.atToken = t;
   c.atOffset = o - length;

@@ -11,13 +11,11 @@
 import type { DfaLiteral, StateInfo } from '../grammar/compile.ts';
 import { KNOWN } from '../tokenizer/table.ts';
 import { RolloutError } from '../diagnostics.ts';
-import type { Bound, OptionalCheck } from './bind.ts';
-import { atLineStart, checkIds, Cursor, findTagEnd, matchForward, onlyWhitespaceBefore, retreat, skipWhitespace, unknownToken } from './cursor.ts';
+import { MEMO_MAX_PIECE, MEMO_OFFSET_BITS, MEMO_OFFSET_MASK, MEMO_SLOT_BITS, type Bound, type OptionalCheck } from './bind.ts';
+import { atLineStart, atTokenEnd, checkIds, Cursor, findTagEnd, matchForward, onlyWhitespaceBefore, pieceLength, retreat, skipWhitespace, unknownToken } from './cursor.ts';
 
-const MEMO_BITS = 12;
-/** A memoised end offset takes 12 bits; longer pieces are stepped byte by byte. */
-const MEMO_MAX_PIECE = 1 << 12;
-const MEMO_SHIFT = 32 - MEMO_BITS;
+/** A slot of the memo is the top MEMO_SLOT_BITS bits of a 32-bit hash. */
+const MEMO_SHIFT = 32 - MEMO_SLOT_BITS;
 
 /**
  * Scan one rollout into `cursor.out`. `promptLength` < 0 means: find the prompt's end from the grammar.
@@ -117,11 +115,11 @@ function endsWithAny(c: Cursor, end: number, literals: Uint8Array[]): boolean {
  * Returns false when the walk ends here.
  */
 function atHandover(c: Cursor, info: StateInfo): boolean {
-  const { scan, grammar, replyOpen, replyText } = c.bound;
+  const { grammar, replyOpen, replyText } = c.bound;
   const { replies, handovers, event } = grammar;
   const ids = c.ids;
   // A handover right after a token's last byte stands at the next token.
-  if (c.token < ids.length && c.offset > 0 && c.offset === scan.offsets[ids[c.token] + 1] - scan.offsets[ids[c.token]]) c.moveTo(c.token + 1, 0);
+  if (c.token < ids.length && atTokenEnd(c, c.token, c.offset)) c.moveTo(c.token + 1, 0);
   const token = c.token;
   const offset = c.offset;
   // Order: the model's own header (gpt-oss `<|end|><|start|>assistant`: its turn goes on), then the template's
@@ -242,8 +240,7 @@ function atInterruptTrigger(c: Cursor, literal: DfaLiteral): void {
 function startsBeforeCurrentState(c: Cursor, token: number, offset: number): boolean {
   const out = c.out;
   const last = out.count - 1;
-  // The end of a token is the start of the next.
-  if (offset > 0 && offset === c.bound.scan.offsets[c.ids[token] + 1] - c.bound.scan.offsets[c.ids[token]]) { token++; offset = 0; }
+  if (atTokenEnd(c, token, offset)) { token++; offset = 0; }
   return token < out.token[last] || (token === out.token[last] && offset < out.offset[last]);
 }
 
@@ -278,13 +275,12 @@ function afterHeader(c: Cursor): void {
  * turn's `<think>\n\n</think>` its `\n` is half of one `\n\n` token), and the text it must be followed by follows.
  */
 function skipOptional(c: Cursor, optional: Uint8Array[], on: boolean[], checks: OptionalCheck[]): void {
-  const { offsets } = c.bound.scan;
   for (let i = 0; i < optional.length; i++) {
     if (!on[i] || !matchForward(c, c.padStart, c.token, c.offset, optional[i])) continue;
     const endToken = c.atToken;
     const endOffset = c.atOffset;
     const { endsToken, followedBy } = checks[i];
-    if (endsToken && endOffset !== offsets[c.ids[endToken] + 1] - offsets[c.ids[endToken]]) continue;
+    if (endsToken && endOffset !== pieceLength(c, endToken)) continue;
     if (followedBy && !matchForward(c, c.padStart, endToken, endOffset, followedBy)) continue;
     c.moveTo(endToken, endOffset);
     return;
@@ -392,8 +388,7 @@ function enter(c: Cursor, target: number, t: number, o: number): void {
   const role = states[target].role;
   if (role === undefined) return;
   // A state that begins right after a token's last byte begins at the next token: no straddle.
-  const { offsets } = c.bound.scan;
-  if (o > 0 && o === offsets[c.ids[t] + 1] - offsets[c.ids[t]]) { t++; o = 0; }
+  if (atTokenEnd(c, t, o)) { t++; o = 0; }
   if (role === 'action' && before !== 'action') { c.turnToken = t; c.turnOffset = o; }
   c.out.push(t, o, target);
 }
@@ -409,6 +404,11 @@ function runDfa(c: Cursor, d: number, limit: number, from: number): number {
   const step = bound.dfas[d].step;
   const skip = bound.skip[d];
   const { memoState, memoId, memoResult } = bound.memo[d];
+  // The memo's layout in locals: the loop below reads them per token.
+  const offsetBits = MEMO_OFFSET_BITS;
+  const offsetMask = MEMO_OFFSET_MASK;
+  const maxPiece = MEMO_MAX_PIECE;
+  const slotShift = MEMO_SHIFT;
   let state = from;
   let t = c.token;
   let o = c.offset;
@@ -420,17 +420,17 @@ function runDfa(c: Cursor, d: number, limit: number, from: number): number {
     const id = ids[t];
     const base = offsets[id];
     if (o === 0 && !(id < size && (flags[id] & KNOWN))) throw unknownToken(bound.table, t, id);
-    if (o === 0 && offsets[id + 1] - base < MEMO_MAX_PIECE) {
+    if (o === 0 && offsets[id + 1] - base < maxPiece) {
       // The same token from the same state always ends the same way (the prompt repeats across rollouts,
       // tags and words recur): remember it instead of stepping its bytes again.
-      const slot = (Math.imul(state ^ (id << 7), 0x9e3779b1) >>> MEMO_SHIFT);
+      const slot = (Math.imul(state ^ (id << 7), 0x9e3779b1) >>> slotShift);
       let result: number;
       if (memoState[slot] === state && memoId[slot] === id) result = memoResult[slot];
       else {
         result = state;
         for (let p = base, end = offsets[id + 1]; p < end; p++) {
           result = step[(result << 8) | pieces[p]];
-          if (result < 0) { result = ~(((~result) << 12) | (p - base + 1)); break; }
+          if (result < 0) { result = ~(((~result) << offsetBits) | (p - base + 1)); break; }
         }
         memoState[slot] = state;
         memoId[slot] = id;
@@ -438,8 +438,8 @@ function runDfa(c: Cursor, d: number, limit: number, from: number): number {
       }
       if (result < 0) {
         c.atToken = t;
-        c.atOffset = ~result & 0xfff;
-        return (~result) >>> 12;
+        c.atOffset = ~result & offsetMask;
+        return (~result) >>> offsetBits;
       }
       state = result;
       t++;

@@ -4,6 +4,12 @@
  */
 import type { DiagnosticCode } from '../diagnostics.ts';
 
+/**
+ * Checks that can fail only on a bug in the scanner, never on input: on under tests and in development
+ * (NODE_ENV test, as vitest sets it, or development), off for users, where they would cost time on every rollout.
+ */
+const CHECKS = process.env.NODE_ENV === 'test' || process.env.NODE_ENV === 'development';
+
 /** A diagnostic as detected: the code and its arguments, no prose (the batch path only counts these). */
 export interface ScanRecord {
   code: DiagnosticCode;
@@ -54,14 +60,11 @@ export class Segments {
   /**
    * A state begins at (token, offset). Positions never go back: a state cannot begin before the one it
    * follows, so no byte (and no token) is ever claimed twice. This is what makes spans tile by construction;
-   * the scanner's steps keep to it themselves (see runner.ts), and this holds it for any step that would not.
+   * the scanner's steps keep to it themselves (see runner.ts `startsBeforeCurrentState`). A step that did not
+   * is a bug: under tests it fails here, where it happens, instead of being moved forward unseen.
    */
   push(token: number, offset: number, state: number) {
-    const last = this.count - 1;
-    if (last >= 0 && (token < this.token[last] || (token === this.token[last] && offset < this.offset[last]))) {
-      token = this.token[last];
-      offset = this.offset[last];
-    }
+    if (CHECKS) this.checkForward(token, offset, state);
     if (this.count === this.token.length) {
       const grow = (array: Int32Array) => { const next = new Int32Array(array.length * 2); next.set(array); return next; };
       this.token = grow(this.token); this.offset = grow(this.offset); this.state = grow(this.state); this.starts = grow(this.starts);
@@ -70,6 +73,13 @@ export class Segments {
     this.offset[this.count] = offset;
     this.state[this.count] = state;
     this.count++;
+  }
+
+  private checkForward(token: number, offset: number, state: number): void {
+    const last = this.count - 1;
+    if (last >= 0 && (token < this.token[last] || (token === this.token[last] && offset < this.offset[last]))) {
+      throw new Error(`internal: state ${state} would begin at token ${token} byte ${offset}, before state ${this.state[last]} at token ${this.token[last]} byte ${this.offset[last]}`);
+    }
   }
 
   note(code: DiagnosticCode, token: number, reply = -1, value = -1, sides = 0, offset = 0) {

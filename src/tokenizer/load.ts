@@ -360,10 +360,6 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
     return parsed;
   };
 
-  let built: Engine | undefined;
-  const engine = () => (built ??= new Engine(parse(), readConfig(path), path));
-  let reference: Promise<TransformersTokenizer> | undefined;
-
   // The cache is used only if it was built from these very bytes, is itself intact, and is the user's own.
   let table = cacheFile ? readCachedTable(cacheFile, source) : undefined;
   if (!table) {
@@ -383,6 +379,28 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
     if (cacheFile) writeCachedTable(cacheFile, table, source);
     say?.(`${path}: byte table of ${table.size} ids built in ${((Date.now() - started) / 1000).toFixed(1)} s`, false);
   }
+  return loaded(path, table, parse);
+}
+
+/**
+ * A tokenizer whose byte table is already at hand (a `--jobs` worker gets the main thread's): nothing is read
+ * or hashed until text must be encoded.
+ */
+export function tokenizerFromTable(path: string, table: ByteTable): LoadedTokenizer {
+  let parsed: TokenizerJson | undefined;
+  return loaded(path, table, () => {
+    try {
+      return (parsed ??= JSON.parse(readFileSync(path, 'utf8')) as TokenizerJson);
+    } catch (error) {
+      throw new Error(`${path}: not valid JSON (${(error as Error).message})`);
+    }
+  });
+}
+
+function loaded(path: string, table: ByteTable, parse: () => TokenizerJson): LoadedTokenizer {
+  let built: Engine | undefined;
+  const engine = () => (built ??= new Engine(parse(), readConfig(path), path));
+  let reference: Promise<TransformersTokenizer> | undefined;
   return {
     path,
     table,
@@ -403,7 +421,7 @@ async function buildTransformersTokenizer(json: TokenizerJson, config: Record<st
   }
   transformers.env.allowRemoteModels = false;
   try {
-    return new transformers.PreTrainedTokenizer(json as never, config as never) as unknown as TransformersTokenizer;
+    return new transformers.PreTrainedTokenizer(json, config);
   } catch (error) {
     throw new Error(`${path}: @huggingface/transformers cannot build this tokenizer (${(error as Error).message})`);
   }

@@ -220,6 +220,7 @@ export function tiktokenTokenizerJson(path: string, config: Record<string, unkno
       if (!named.has(id)) named.set(id, { content: `<|reserved_token_${id}|>`, special: true });
     }
   }
+  let merges: Array<[string, string]> | undefined;
   const added_tokens = [...named].sort((a, b) => a[0] - b[0]).map(([id, { content, special }]) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special }));
 
   return {
@@ -237,6 +238,10 @@ export function tiktokenTokenizerJson(path: string, config: Record<string, unkno
     },
     post_processor: null,
     decoder: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: false },
-    model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, ignore_merges: true, vocab, merges: mergesOf(tokens, rankOf) },
+    model: {
+      type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, ignore_merges: true, vocab,
+      // Only the engine reads the merges; the byte table (all a mask needs) does not, so they are made on first read.
+      get merges() { return (merges ??= mergesOf(tokens, rankOf)); },
+    },
   } as TokenizerJson;
 }

@@ -7,6 +7,7 @@ import { Masker } from '../../src/masker.ts';
 import { bind, grammarTables } from '../../src/scan/bind.ts';
 import { MaskerPool } from '../../src/masker.ts';
 import { prepareAttributeReader } from '../../src/scan/attributes.ts';
+import { Segments } from '../../src/scan/segments.ts';
 import { encode, grammarOf, piecewise, SEARCH, table } from './kit.ts';
 
 const PROMPT: [string, 0] = ['Q: who?\nGo:\n', 0];
@@ -80,6 +81,22 @@ describe('scanner steps', () => {
   it('an id outside the vocabulary stops the rollout with its token index', () => {
     const tokens = [...encode('Q\nGo:\nab'), 9999, ...encode('c')];
     expect(() => masker.mask(tokens)).toThrow(/token 8: id 9999/);
+  });
+});
+
+describe('segments', () => {
+  // Spans tile because no state begins before the one it follows. A scanner step that broke this would be a
+  // bug; under tests (NODE_ENV=test) it fails where it happens instead of being moved forward unseen.
+  it('a state that would begin before the one it follows fails, naming both positions; the same position or later is taken', () => {
+    const out = new Segments();
+    out.push(0, 0, 0);
+    out.push(3, 2, 1);
+    out.push(3, 2, 2);
+    out.push(4, 0, 3);
+    expect(Array.from(out.token.subarray(0, out.count))).toEqual([0, 3, 3, 4]);
+    expect(() => out.push(4, 0, 5)).not.toThrow();
+    expect(() => out.push(3, 5, 6)).toThrow(/state 6 would begin at token 3 byte 5, before state 5 at token 4 byte 0/);
+    expect(() => out.push(4, -1, 7)).toThrow(/before state 5/);
   });
 });
 

@@ -36,7 +36,7 @@ beforeAll(() => {
 
 describe('what npm packs', () => {
   it('the built library and CLI, their types and maps, the sources they map to, grammars, samples, LICENSE', () => {
-    for (const file of ['LICENSE', 'README.md', 'package.json', 'bin/tagmask.js', 'dist/index.js', 'dist/index.d.ts', 'dist/index.js.map', 'dist/cli.js', 'dist/cli.js.map', 'src/index.ts', 'grammars/search-r1.json', 'samples/tutorial-404/suite.json', 'samples/tutorial-404/tokenizer.json', 'samples/search-r1-qwen3/rollouts.jsonl']) {
+    for (const file of ['LICENSE', 'README.md', 'package.json', 'bin/tagmask.js', 'dist/index.js', 'dist/index.d.ts', 'dist/index.js.map', 'dist/cli.js', 'dist/cli.js.map', 'dist/mask-worker.js', 'src/index.ts', 'grammars/search-r1.json', 'samples/tutorial-404/suite.json', 'samples/tutorial-404/tokenizer.json', 'samples/search-r1-qwen3/rollouts.jsonl']) {
       expect(files, file).toContain(file);
     }
   });
