@@ -583,6 +583,10 @@ export function readShaped(value: unknown, format?: ShapeName, needMask = false)
   if (!format && spec.name === 'verifiers' && isTrlRow(value)) spec = TRL;
   const options = readOptions(value.options);
   const rollouts = spec.read(value, value.id, options);
+  // A mask key that is there but null (a Parquet struct's null field reads so) brings no mask: check says so here.
+  if (needMask && rollouts.some((rollout) => rollout.kind === 'tokens' && !rollout.given)) {
+    throw new ShapeError(`${spec.name} (${spec.framework}): no mask to check, ${spec.maskKeys.map((key) => `"${key}"`).join(', ')} is null`);
+  }
   return { shape: spec.name, spec, rollouts };
 }
 

@@ -553,3 +553,17 @@ describe('framework shapes with hostile values (found by the shape fuzzing, issu
     expect(out[5].mask).toEqual(mask);
   });
 });
+
+describe('check on a datum whose mask is null (found by the shape fuzzing)', { timeout: 60_000 }, () => {
+  it('is a located "no mask to check" error, never a crash on the missing mask; the other lines go on', async () => {
+    const { tokens, mask } = JSON.parse(good);
+    const datum = (m: unknown) => JSON.stringify({ id: 'd', model_input: { chunks: [{ tokens: tokens.slice(0, -1) }] }, loss_fn_inputs: { target_tokens: tokens.slice(1), mask: m } });
+    const run = await tagmask(['check', ...MASK.slice(1), file('null-mask.jsonl', `${datum(null)}\n${datum(mask.slice(1))}\n`)]);
+    expect(run.code).toBe(1);
+    const out = jsonLines(run.stdout);
+    expect(out).toHaveLength(2);
+    expect(out[0]).toMatchObject({ id: 'd', line: 1, error: 'tinker (tinker Datum): no mask to check, "loss_fn_inputs.mask" is null' });
+    expect(run.stderr).toContain('null-mask.jsonl:1: tinker (tinker Datum): no mask to check');
+    expect(out[1]).toMatchObject({ id: 'd', agree: true, field: 'loss_fn_inputs.mask' });
+  });
+});

@@ -223,6 +223,8 @@ export function checkShapedText(subject: ShapeSubject, text: string, mode: Mode)
     }
     if (at !== n) throw new Error(`spans end at ${at} of ${n}`);
     if (mode === 'check') {
+      // What check compares: a token rollout read for check always brings its mask.
+      if (prepared.rollout.kind === 'tokens' && rollout.kind === 'tokens' && !rollout.given) throw new Error('check read a token rollout without the mask it must bring');
       try { auditPrepared(pool, prepared, result); } catch (error) { expectWorded(error, 'audit'); return { error: (error as Error).message }; }
     }
     masks.push(Array.from(result.mask));

@@ -119,6 +119,17 @@ describe('tinker write-back: what trains is what the mask says', () => {
     expect(() => writeBack(int64, 0.25)).toThrow(/loss_fn_inputs\.mask\[\d+\]: 0\.25 does not fit this int64 TensorData/);
   });
 
+  it('a supervised datum (cross_entropy trains by weights: supervised/common.py datum_from_model_input_weights) gets the mask in its weights, and no mask added', () => {
+    // Weights 1 on every target after the prompt, the environment's reply included (a "train on all assistant text" mistake).
+    const first = built.expected.indexOf(1);
+    const value = datum(built.expected);
+    const weights = built.ids.map((_, i) => (i >= first ? 1 : 0));
+    value.loss_fn_inputs = { target_tokens: value.loss_fn_inputs.target_tokens, weights: tensor(weights.slice(1), 'float32') } as never;
+    const back = writeBack(value) as unknown as { loss_fn_inputs: Record<string, unknown> };
+    expect(back.loss_fn_inputs).not.toHaveProperty('mask');
+    expect(back.loss_fn_inputs.weights).toEqual(tensor(built.expected.slice(1), 'float32'));
+  });
+
   it('the flat datum tagmask merge writes (plain lists): mask and advantages rewritten, still plain lists', () => {
     const { start, end } = observation();
     const trains = built.expected.map((bit, i) => (i >= start && i < end ? 1 : bit));
