@@ -53,12 +53,13 @@ export function rolloutCommand(name: 'mask' | 'check'): CommandSpec {
         'a bad line gets {"id", "line", "error"} and a message on stderr naming file:line; the others go on']
       : ['input lines  {"tokens", "mask"}, tinker datums (mask in target space), any framework shape that carries a mask (verl, TRL, SkyRL,',
         '             slime, OpenRLHF, AReaL, verifiers, prime-rl), audited in its own frame, or chat messages; .jsonl, .jsonl.gz, .parquet',
-        'output lines {"id", "agree", "tokens", "shape", "frame", "field", "disagreements", "diagnostics"}; each disagreement is also printed on stderr',
+        'output lines {"id", "agree", "tokens", "shape", "frame", "field", "pattern"?, "disagreements", "diagnostics", "hints"}; each disagreement is also printed on stderr',
         'each disagreement {"class", "start", "end", "given", "protocol", "direction", "field", …}: given = the line\'s mask, protocol = tagmask\'s;',
         '  direction "trains tokens the model did not sample" (given 1, protocol 0) or "leaves model tokens untrained" (given 0, protocol 1);',
         '  parts [{"code", "words", "start", "end"}]: which part of the protocol the run\'s tokens are; cause: the departure from the template behind it',
         'frame "tokens" (mask as long as the tokens) or "targets" (one shorter: mask[i] is for token i + 1); ranges count tokens;',
         '  field: where the run starts in the line\'s own mask field (response_mask[12])',
+        'pattern {"code", "words"}: the known shape the whole mask follows (all-zero, inverted, shifted-early, drift, truncated-untrained, …)',
         'hints [{"option", "value"}]: for a rollout that disagrees, the grammar\'s option values (--set) under which it agrees fully'],
     flags: {
       grammar: GRAMMAR, tokenizer: TOKENIZER, set: SET, output: OUTPUT_ANY, 'fail-on': FAIL_ON, format: FORMAT,

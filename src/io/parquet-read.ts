@@ -499,7 +499,6 @@ class AssembledCursor {
     if (declared === undefined) { reader.offset += size; return; }
     if (!(declared >= 0 && declared <= ASSEMBLED_PAGE_VALUES)) throw new ParquetLimit(`column ${this.path}: a page declares ${declared} values (at most ${ASSEMBLED_PAGE_VALUES} are read in a column of strings, structs or nested lists)`);
     const before = this.rows.length;
-    // hyparquet appends the page's rows to the array it is given (its DecodedArray includes any[]).
     const { data } = library.readPage(reader, header, decoder, this.dictionary, this.rows, 0);
     // A flat column without levels comes back as the page's own values, not appended.
     if (data && data !== this.rows) for (let i = 0; i < data.length; i++) this.rows.push(data[i]);
@@ -639,7 +638,7 @@ async function* readGroup(library: Library, file: Awaited<ReturnType<Library['as
         const schemaPath = treePath(root, meta.path_in_schema);
         if (!schemaPath) throw new ParquetLimit(`column chunk ${path} is not in the schema`);
         const element = schemaPath[schemaPath.length - 1].element;
-        const decoder: ColumnDecoder = { pathInSchema: meta.path_in_schema, element, schemaPath, type: meta.type, codec: meta.codec, compressors: library.compressors, utf8: true, parsers: library.parsers };
+        const decoder = { pathInSchema: meta.path_in_schema, element, schemaPath, type: meta.type, codec: meta.codec, compressors: library.compressors, utf8: true, parsers: library.parsers };
         leaves.push(new AssembledCursor(library, name, path, decoder, new Uint8Array(await file.slice(start, start + length)), library.getMaxRepetitionLevel(schemaPath) > 0));
       }
       if (!leaves.length) throw new ParquetLimit(`column ${name} has no column chunk`);
