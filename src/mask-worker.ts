@@ -28,7 +28,11 @@ async function serve(port: NonNullable<typeof parentPort>, setup: WorkerSetup): 
   const lines = new MaskLines(pool, out, summary);
   const other = (item: InputRecord) => handleRecord(context, item);
   const drain = () => {};
-  port.on('message', (chunk: Chunk) => {
+  // Output buffers come back from the main thread once written; reused for later chunks.
+  const free: ArrayBuffer[] = [];
+  port.on('message', (message: Chunk | { recycle: ArrayBuffer }) => {
+    if ('recycle' in message) { free.push(message.recycle); return; }
+    const chunk = message;
     const t0 = performance.now();
     try {
       const items: InputRecord[] = [];
@@ -42,9 +46,14 @@ async function serve(port: NonNullable<typeof parentPort>, setup: WorkerSetup): 
       lines.summary = chunkSummary;
       logs.length = 0;
       lines.run(items, other, drain);
-      // A copy of the chunk's bytes (the ByteOut is reused), handed over without another.
-      const done = new Uint8Array(out.take());
-      port.postMessage({ seq: chunk.seq, out: done, logs: [...logs], summary: chunkSummary, busyMs: performance.now() - t0 } satisfies ChunkDone, [done.buffer]);
+      // A copy of the chunk's bytes (the ByteOut is reused) into a buffer that is handed over, not copied again.
+      const written = out.take();
+      const k = free.findIndex((buffer) => buffer.byteLength >= written.length);
+      const buffer = k >= 0 ? free.splice(k, 1)[0] : new ArrayBuffer(Math.max(written.length, 1 << 23));
+      const done = new Uint8Array(buffer, 0, written.length);
+      done.set(written);
+      const input = chunk.bytes.buffer;
+      port.postMessage({ seq: chunk.seq, out: done, input, logs: [...logs], summary: chunkSummary, busyMs: performance.now() - t0 } satisfies ChunkDone, [buffer, input]);
     } catch (error) {
       port.postMessage({ seq: chunk.seq, error: errorMessage(error) } satisfies ChunkDone);
     }

@@ -6,45 +6,27 @@
 import type { MaskResult } from './masker.ts';
 import type { Frame } from './conformance.ts';
 import { inputIsStream, JsonlWriter, OutputClosed, OutputError } from './io/jsonl.ts';
-import { readRecord, readRecordBatches, readRollouts, recordId, recordText, type InputRecord } from './io/records.ts';
+import { readRecord, readRecordBatches, recordId, recordText, type InputRecord } from './io/records.ts';
 import { ByteOut, MaskLines, type TextOut } from './io/mask-lines.ts';
 import { maskInParallel } from './jobs.ts';
-import { errorLine, idJson, idOf, errorMessage, writable, writeMaskLine } from './io/lines.ts';
+import { errorLine, idJson, idOf, idText, errorMessage, writable, writeMaskLine } from './io/lines.ts';
 import { parquetColumns, ParquetRowWriter, ParquetValueError, type DeclaredColumn } from './io/parquet.ts';
 import { jsonText } from './io/json.ts';
 import { fileFormat } from './io/format.ts';
 import { maskPrepared, prepareRollout, type Prepared } from './io/prepare.ts';
 import { auditPattern, auditPrepared, optionHints } from './io/audit.ts';
-import { actionRuns, spansWithChars, tokenCharOffsets, weighted, type MaskFormat } from './io/mask-forms.ts';
-import { givenInStream, writeBackShaped, type ShapeName } from './io/shapes.ts';
+import { actionRuns, spansWithChars, tokenCharOffsets, weighted, type OutputOptions } from './io/mask-forms.ts';
+import { givenInStream, writeBackShaped } from './io/shapes.ts';
 import { datumJsonLine, datumRow, parseTrajectoryLine } from './io/trajectory.ts';
 import { auditExtension, trajectoryToData } from './merge.ts';
 import { formatDisagreement, formatFrame, formatHints, formatPattern, formatSplit } from './report/text.ts';
 import type { ByteTable } from './tokenizer/table.ts';
 import type { MaskerPool } from './masker.ts';
-import { hintFlag, newSummary, record, type Mode, type RunSummary } from './summary.ts';
+import { hintFlag, newSummary, record, type Mode, type Progress, type RunSummary } from './summary.ts';
 import type { HtmlReport } from './report/html.ts';
 
-/** What `runRollouts` reports progress to (the CLI's terminal line): bytes read, rollouts and tokens so far. */
-export interface Progress {
-  update(bytes: number, rollouts: number, tokens: number): void;
-  done(): void;
-}
-
-
-/** Output options of `mask` (check writes verdicts): see the CLI's flags of the same names. */
-export interface OutputOptions {
-  /** `--format NAME`: every line is read in this shape instead of detecting it from its keys. */
-  format?: ShapeName;
-  /** `--mask-format runs`: the action runs `[[start, end], …]` instead of the 0/1 list. */
-  maskFormat?: MaskFormat;
-  /** `--observation-weight w`: weights (1 on action, w elsewhere) instead of 0/1. */
-  observationWeight?: number;
-  /** `--spans chars`: spans of text and messages rollouts also carry character offsets into the text. */
-  charSpans?: boolean;
-  /** `--out-format`: each input line back, its own mask fields replaced (SkyRL loss_masks, OpenRLHF's shifted action_mask…). */
-  outFormat?: boolean;
-}
+// Where they are declared (summary.ts, io/mask-forms.ts), so that jobs.ts needs nothing from this module.
+export type { OutputOptions, Progress };
 
 /** Where results go: JSON lines (plain or gzip) or Parquet rows. */
 export interface Sink {
@@ -54,6 +36,8 @@ export interface Sink {
   bytes?(data: Uint8Array): void;
   /** An output object: its id as read (Parquet keeps its type) and as JSON (`idJson`), then the other fields. */
   write(id: unknown, idText: string, rest: Record<string, unknown>): void;
+  /** A sink that takes each masked rollout itself (`show`'s text) instead of output fields; mask mode only. */
+  rollout?(prepared: Prepared, result: MaskResult): void;
   error(id: unknown, line: number, message: string): void;
   /** An input line written back as it is (`--out-format`): its own fields, no id added. */
   raw(value: Record<string, unknown>): void;
@@ -173,6 +157,10 @@ export interface RunOptions extends OutputOptions {
    * pool not opened with `MaskerPool.open`) run on this thread.
    */
   jobs?: number;
+  /** Where results go instead of `output` (`show` prints each rollout as text through its own). */
+  sink?: Sink;
+  /** Only the rollouts whose id (as text) is this: the others are read but not masked, written or counted. */
+  only?: string;
 }
 
 const silent = (): void => {};
@@ -190,11 +178,13 @@ export interface RecordContext {
   where: string;
   /** Mask lines go out through `writeMaskLine` (the default form, JSONL). */
   plainMask: boolean;
+  /** See RunOptions.only. */
+  only?: string;
 }
 
 /** One record the general way: read in its shape, prepared, masked or checked, written (or its error). */
 export function handleRecord(context: RecordContext, item: InputRecord): void {
-  const { pool, sink, summary, options, mode, log, html, where, plainMask } = context;
+  const { pool, sink, summary, options, mode, log, html, where, plainMask, only } = context;
   const table = pool.tokenizer.table;
   const source = `${where}:${item.number}`;
   let rolloutId: unknown;
@@ -203,6 +193,7 @@ export function handleRecord(context: RecordContext, item: InputRecord): void {
     // Every rollout of the record is masked before anything is written: a failure writes nothing half-done.
     const done: Array<{ prepared: Prepared; result: MaskResult; id: string }> = [];
     for (const rollout of line.rollouts) {
+      if (only !== undefined && idText(rollout.id) !== only) continue;
       rolloutId = rollout.id;
       // The id goes back out as JSON; one that cannot be written (nested too deeply) fails its line here.
       const id = idJson(rollout.id);
@@ -217,7 +208,8 @@ export function handleRecord(context: RecordContext, item: InputRecord): void {
     for (const { prepared, result, id } of done) {
       const { rollout } = prepared;
       if (mode === 'mask') {
-        if (!options.outFormat) {
+        if (sink.rollout) sink.rollout(prepared, result);
+        else if (!options.outFormat) {
           if (plainMask && prepared.source === undefined) writeMaskLine(sink.json!, id, result);
           else sink.write(rollout.id, id, maskFields(table, prepared, result, options, sink.json === undefined));
         }
@@ -257,7 +249,8 @@ export function handleRecord(context: RecordContext, item: InputRecord): void {
     log(`${source}: ${message}`);
     const id = rolloutId ?? recordId(item);
     sink.error(id, item.number, message);
-    html?.add(table, { id: writable(id), tokens: [], error: message, source });
+    // A record that could not be read names no id: with `only`, it is not on the page.
+    if (only === undefined) html?.add(table, { id: writable(id), tokens: [], error: message, source });
   }
 }
 
@@ -267,7 +260,7 @@ export function handleRecord(context: RecordContext, item: InputRecord): void {
  */
 export async function runRollouts(pool: MaskerPool, options: RunOptions): Promise<RunSummary> {
   const { input, output, mode = 'mask', log = silent, html, progress } = options;
-  const sink = await openSink(output, input, mode === 'check' ? CHECK_COLUMNS : options.outFormat ? 'input' : MASK_COLUMNS(options));
+  const sink = options.sink ?? await openSink(output, input, mode === 'check' ? CHECK_COLUMNS : options.outFormat ? 'input' : MASK_COLUMNS(options));
   const summary = newSummary();
   const where = input === '-' ? '<stdin>' : input;
   // The run-by-run JSONL mask writer is the fast path; other forms build the object.
@@ -276,11 +269,11 @@ export async function runRollouts(pool: MaskerPool, options: RunOptions): Promis
   const plainMask = mode === 'mask' && sink.json !== undefined && !options.outFormat && !options.maskFormat && options.observationWeight === undefined && !options.charSpans;
   try {
     let bytes = 0;
-    const context: RecordContext = { pool, sink, summary, options, mode, log, html, where, plainMask };
+    const context: RecordContext = { pool, sink, summary, options, mode, log, html, where, plainMask, only: options.only };
     const each = (item: InputRecord) => handleRecord(context, item);
     // Plain flat JSONL lines to plain JSONL masks: a chunk at a time straight from the bytes (io/mask-lines.ts);
     // any line that path does not take comes back here.
-    const fast = plainMask && !html && fileFormat(input) === 'jsonl' && (options.format === undefined || options.format === 'flat')
+    const fast = plainMask && !html && options.only === undefined && fileFormat(input) === 'jsonl' && (options.format === undefined || options.format === 'flat')
       ? new MaskLines(pool, new ByteOut(), summary) : undefined;
     const drain = () => { if (fast!.out.used) sink.bytes!(fast!.out.take()); };
     const jobs = options.jobs ?? 1;
@@ -315,26 +308,6 @@ export async function runRollouts(pool: MaskerPool, options: RunOptions): Promis
     throw error;
   }
   return summary;
-}
-
-/** One rollout of an input, masked, or the error that stopped it: what `show` prints. */
-export type MaskedRecord =
-  | { number: number; prepared: Prepared; result: MaskResult; shape: ShapeName; error?: undefined }
-  | { number: number; error: string; id: unknown };
-
-/** Every rollout of `input` (any shape; JSONL, .jsonl.gz or Parquet), masked, in order. */
-export async function* maskedRecords(pool: MaskerPool, input: string, format?: ShapeName): AsyncGenerator<MaskedRecord> {
-  for await (const record of readRollouts(input, format)) {
-    if (record.error !== undefined) { yield record; continue; }
-    for (const rollout of record.line.rollouts) {
-      try {
-        const prepared = prepareRollout(pool, rollout);
-        yield { number: record.number, prepared, result: maskPrepared(pool, prepared), shape: record.line.shape };
-      } catch (error) {
-        yield { number: record.number, error: errorMessage(error), id: rollout.id };
-      }
-    }
-  }
 }
 
 /** Merge every trajectory of `input` (JSONL, .jsonl.gz or Parquet) into `output` (the same three); returns how many lines failed. `table` decodes the split report. */

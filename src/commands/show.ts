@@ -1,14 +1,14 @@
 /** `tagmask show`: rollouts as text with the action marked, or as one HTML page. */
 import { optionSets, type CommandSpec } from './args.ts';
 import { announceStdin, useColor } from './terminal.ts';
-import { maskedRecords } from '../run.ts';
+import { runRollouts, type Sink } from '../run.ts';
 import type { ShapeName } from '../io/shapes.ts';
-import { idJson, idText, writable } from '../io/lines.ts';
-import { JsonlWriter, OutputClosed, OutputError } from '../io/jsonl.ts';
+import type { ByteTable } from '../tokenizer/table.ts';
+import { JsonlWriter } from '../io/jsonl.ts';
 import { MaskerPool } from '../masker.ts';
 import { showRollout } from '../report/show.ts';
 import { formatBytes, HtmlReport, openHtmlOutput, writeHtmlReport } from '../report/html.ts';
-import { commandLine, diagnosticsFail, FAIL_ON, FORMAT, GRAMMAR, HTML, log, SET, TOKENIZER } from './shared.ts';
+import { commandLine, FAIL_ON, FORMAT, GRAMMAR, HTML, log, rolloutsFailed, SET, TOKENIZER } from './shared.ts';
 import { grammarOf } from './detect.ts';
 
 export const show: CommandSpec = {
@@ -39,37 +39,30 @@ export const show: CommandSpec = {
     const htmlFile = args.string('html');
     const htmlOutput = htmlFile ? openHtmlOutput(htmlFile) : undefined;
     const html = htmlFile ? new HtmlReport({ title: `tagmask show: ${input === '-' ? 'stdin' : input}`, command: commandLine() }) : undefined;
-    const where = input === '-' ? '<stdin>' : input;
-    let shown = 0;
-    let failed = 0;
-    const diagnostics = new Map<string, number>();
-    // Written synchronously to stdout, so a reader that goes away (`| head`) ends the run quietly.
-    const writer = html ? undefined : new JsonlWriter(undefined);
-    for await (const item of maskedRecords(pool, input, args.string('format') as ShapeName | undefined)) {
-      if (item.error !== undefined) {
-        failed++;
-        log(`${where}:${item.number}: ${item.error}`);
-        if (html && wanted === undefined) html.add(pool.tokenizer.table, { id: writable(item.id), tokens: [], error: item.error, source: `${where}:${item.number}` });
-        continue;
-      }
-      const { prepared: { rollout }, result } = item;
-      try {
-        idJson(rollout.id); // an id that cannot be written (nested too deeply) fails its line, as in mask
-        if (wanted !== undefined && idText(rollout.id) !== wanted) continue;
-        if (html) html.add(pool.tokenizer.table, { id: rollout.id, tokens: rollout.tokens, result, source: `${where}:${item.number}` });
-        else writer!.write(`${showRollout(pool.tokenizer.table, rollout.id, rollout.tokens, result, color)}\n\n`);
-        for (const diagnostic of result.diagnostics) diagnostics.set(diagnostic.code, (diagnostics.get(diagnostic.code) ?? 0) + 1);
-        shown++;
-      } catch (error) {
-        // One line that cannot be shown (an id nested too deeply to print) is that line's failure only.
-        if (error instanceof OutputClosed || error instanceof OutputError) throw error;
-        failed++;
-        log(`${where}:${item.number}: ${error instanceof Error ? error.message : String(error)}`);
-      }
-    }
-    writer?.close();
-    if (wanted !== undefined && shown === 0) { log(`no rollout with id ${wanted}`); return 1; }
+    // The rollouts go through runRollouts as mask's do (reading, failures, counts, the page); only what is
+    // written differs: each rollout as text on stdout, or nothing there when the page is asked for.
+    const sink = html ? quietSink() : textSink(pool.tokenizer.table, color);
+    const summary = await runRollouts(pool, { input, format: args.string('format') as ShapeName | undefined, log, html, sink, only: wanted });
+    if (wanted !== undefined && summary.rollouts === 0) { log(`no rollout with id ${wanted}`); return 1; }
     if (html) log(`${htmlFile}: ${html.count} rollouts, ${formatBytes(writeHtmlReport(htmlOutput!, html))}`);
-    return failed > 0 || diagnosticsFail(diagnostics, args.string('fail-on')!) ? 1 : 0;
+    return rolloutsFailed(summary, args.string('fail-on')!) ? 1 : 0;
   },
 };
+
+/** Each rollout as text on stdout, written synchronously, so a reader that goes away (`| head`) ends the run quietly. */
+function textSink(table: ByteTable, color: boolean): Sink {
+  const writer = new JsonlWriter(undefined);
+  return {
+    ...quietSink(),
+    rollout: ({ rollout }, result) => writer.write(`${showRollout(table, rollout.id, rollout.tokens, result, color)}\n\n`),
+    flush: () => writer.flushThrough(),
+    close: () => writer.close(),
+    abort: () => writer.abort(),
+  };
+}
+
+/** Nothing on stdout: a failed line is said on stderr only (runRollouts logs it), the rollouts go onto the page. */
+function quietSink(): Sink {
+  const nothing = () => {};
+  return { rollout: nothing, write: nothing, error: nothing, raw: nothing, flush: nothing, close: nothing, abort: nothing };
+}

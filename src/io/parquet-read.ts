@@ -19,7 +19,7 @@
  */
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { InputError } from './jsonl.ts';
-import type { ColumnChunk, CompressionCodec, FileMetaData, PageHeader, ParquetType, SchemaElement, SchemaTree } from 'hyparquet';
+import type { ColumnChunk, CompressionCodec, DecodedArray, FileMetaData, PageHeader, ParquetType, SchemaElement, SchemaTree } from 'hyparquet';
 
 /** Most values one row may hold in one column: 2^24 ids is ~100 MB of JSONL, far beyond any rollout. */
 export const ROW_VALUES = 1 << 24;
@@ -456,13 +456,13 @@ class ColumnCursor {
  */
 class AssembledCursor {
   private readonly reader: { view: DataView; offset: number };
-  private dictionary: unknown;
+  private dictionary?: DecodedArray;
   private rows: unknown[] = [];
   /** Values of pages that only went on with the held-back row: a row spanning pages is bounded like any other. */
   private openValues = 0;
   private done = false;
 
-  constructor(private readonly library: Library, readonly name: string, readonly path: string, private readonly decoder: Record<string, unknown>, bytes: Uint8Array, private readonly repeated: boolean) {
+  constructor(private readonly library: Library, readonly name: string, readonly path: string, private readonly decoder: ColumnDecoder, bytes: Uint8Array, private readonly repeated: boolean) {
     this.reader = { view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), offset: 0 };
   }
 
@@ -482,15 +482,15 @@ class AssembledCursor {
 
   private page(): void {
     const { library, reader } = this;
-    const header = library.parquetHeader(reader as never);
+    const header = library.parquetHeader(reader);
     const size = header.compressed_page_size;
     if (!(size >= 0) || reader.offset + size > reader.view.byteLength) throw new ParquetLimit(`column ${this.path}: a page runs past the end of its column chunk`);
     if (!(header.uncompressed_page_size >= 0 && header.uncompressed_page_size <= PAGE_BYTES)) throw new ParquetLimit(`column ${this.path}: a page declares ${header.uncompressed_page_size} bytes uncompressed (at most ${PAGE_BYTES} are read)`);
-    const decoder = this.decoder as never;
+    const decoder = this.decoder;
     if (header.type === 'DICTIONARY_PAGE') {
       const count = header.dictionary_page_header?.num_values ?? 0;
       if (!(count >= 0 && count <= ASSEMBLED_PAGE_VALUES)) throw new ParquetLimit(`column ${this.path}: a dictionary of ${count} values (at most ${ASSEMBLED_PAGE_VALUES})`);
-      const { data } = library.readPage(reader as never, header, decoder, undefined, undefined, 0);
+      const { data } = library.readPage(reader, header, decoder, undefined, undefined, 0);
       this.dictionary = data && library.convert(data, decoder);
       return;
     }
@@ -499,7 +499,7 @@ class AssembledCursor {
     if (declared === undefined) { reader.offset += size; return; }
     if (!(declared >= 0 && declared <= ASSEMBLED_PAGE_VALUES)) throw new ParquetLimit(`column ${this.path}: a page declares ${declared} values (at most ${ASSEMBLED_PAGE_VALUES} are read in a column of strings, structs or nested lists)`);
     const before = this.rows.length;
-    const { data } = library.readPage(reader as never, header, decoder, this.dictionary as never, this.rows as never, 0);
+    const { data } = library.readPage(reader, header, decoder, this.dictionary, this.rows, 0);
     // A flat column without levels comes back as the page's own values, not appended.
     if (data && data !== this.rows) for (let i = 0; i < data.length; i++) this.rows.push(data[i]);
     if (!this.repeated) return;
@@ -644,7 +644,7 @@ async function* readGroup(library: Library, file: Awaited<ReturnType<Library['as
       if (!leaves.length) throw new ParquetLimit(`column ${name} has no column chunk`);
       assembled.push({ name, tree, cursors: leaves });
     }
-    const others = new Map<string, unknown[]>();
+    const others = new Map<string, ArrayLike<unknown>>();
     while (done < rows) {
       const want = Math.min(BATCH_ROWS, rows - done);
       for (const cursor of cursors) cursor.fill(want);
@@ -658,8 +658,8 @@ async function* readGroup(library: Library, file: Awaited<ReturnType<Library['as
       const take = Math.min(ready, want);
       for (const { name, tree, cursors: leaves } of assembled) {
         if (!tree.children.length) { others.set(name, leaves[0].take(take)); continue; }
-        const parts = new Map<string, unknown[]>(leaves.map((leaf) => [leaf.path, leaf.take(take)]));
-        library.assembleNested(parts as never, tree, library.parsers);
+        const parts = new Map<string, DecodedArray>(leaves.map((leaf) => [leaf.path, leaf.take(take)]));
+        library.assembleNested(parts, tree, library.parsers);
         const values = parts.get(name);
         if (!values || values.length !== take) throw new ParquetLimit(`column ${name}: its parts hold different numbers of rows`);
         others.set(name, values);
