@@ -7,8 +7,8 @@
 import { Worker } from 'node:worker_threads';
 import type { InputRecord } from './io/records.ts';
 import type { OptionValues } from './scan/bind.ts';
-import type { OutputOptions, Progress } from './run.ts';
-import type { RunSummary } from './summary.ts';
+import type { OutputOptions } from './io/mask-forms.ts';
+import type { Progress, RunSummary } from './summary.ts';
 import type { ByteTable } from './tokenizer/table.ts';
 
 /** What a worker needs to open the same MaskerPool and write lines the same way. */

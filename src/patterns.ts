@@ -95,7 +95,8 @@ function changes(values: ArrayLike<number>, from: number, to: number): Array<{ a
 
 /**
  * Drift after re-tokenization: the given mask has every boundary the protocol has, in the same order and the same
- * direction, each moved at most MAX_DRIFT tokens, not all by the same amount (one amount is a shift). A bug
+ * direction, each moved at most MAX_DRIFT tokens, the moves growing one way along the stream, not all by the same
+ * amount (one amount is a shift). A bug
  * confined to one kind of part (every header trained, every newline after a stop token) moves boundaries too, by a
  * fixed part each time: runs all of one part are that part's bug, not drift.
  */
@@ -107,10 +108,14 @@ function drifted(input: PatternInput): boolean {
   const want = changes(protocol, from, to);
   const got = changes(given, from, to);
   if (!want.length || want.length !== got.length) return false;
-  const moves = new Set<number>();
+  const moves: number[] = [];
   for (let k = 0; k < want.length; k++) {
     if (want[k].to !== got[k].to || Math.abs(got[k].at - want[k].at) > MAX_DRIFT) return false;
-    moves.add(got[k].at - want[k].at);
+    moves.push(got[k].at - want[k].at);
   }
-  return moves.size > 1;
+  // Re-encoding merges (or splits) tokens as it goes: each merge moves every later boundary one more token the same
+  // way, so the moves only grow, all one sign. Two unrelated bugs move boundaries both ways.
+  const growing = moves.every((move, k) => move >= 0 && (k === 0 || move >= moves[k - 1]))
+    || moves.every((move, k) => move <= 0 && (k === 0 || move <= moves[k - 1]));
+  return growing && new Set(moves).size > 1;
 }

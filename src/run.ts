@@ -15,36 +15,18 @@ import { jsonText } from './io/json.ts';
 import { fileFormat } from './io/format.ts';
 import { maskPrepared, prepareRollout, type Prepared } from './io/prepare.ts';
 import { auditPattern, auditPrepared, optionHints } from './io/audit.ts';
-import { actionRuns, spansWithChars, tokenCharOffsets, weighted, type MaskFormat } from './io/mask-forms.ts';
-import { givenInStream, writeBackShaped, type ShapeName } from './io/shapes.ts';
+import { actionRuns, spansWithChars, tokenCharOffsets, weighted, type OutputOptions } from './io/mask-forms.ts';
+import { givenInStream, writeBackShaped } from './io/shapes.ts';
 import { datumJsonLine, datumRow, parseTrajectoryLine } from './io/trajectory.ts';
 import { auditExtension, trajectoryToData } from './merge.ts';
 import { formatDisagreement, formatFrame, formatHints, formatPattern, formatSplit } from './report/text.ts';
 import type { ByteTable } from './tokenizer/table.ts';
 import type { MaskerPool } from './masker.ts';
-import { hintFlag, newSummary, record, type Mode, type RunSummary } from './summary.ts';
+import { hintFlag, newSummary, record, type Mode, type Progress, type RunSummary } from './summary.ts';
 import type { HtmlReport } from './report/html.ts';
 
-/** What `runRollouts` reports progress to (the CLI's terminal line): bytes read, rollouts and tokens so far. */
-export interface Progress {
-  update(bytes: number, rollouts: number, tokens: number): void;
-  done(): void;
-}
-
-
-/** Output options of `mask` (check writes verdicts): see the CLI's flags of the same names. */
-export interface OutputOptions {
-  /** `--format NAME`: every line is read in this shape instead of detecting it from its keys. */
-  format?: ShapeName;
-  /** `--mask-format runs`: the action runs `[[start, end], …]` instead of the 0/1 list. */
-  maskFormat?: MaskFormat;
-  /** `--observation-weight w`: weights (1 on action, w elsewhere) instead of 0/1. */
-  observationWeight?: number;
-  /** `--spans chars`: spans of text and messages rollouts also carry character offsets into the text. */
-  charSpans?: boolean;
-  /** `--out-format`: each input line back, its own mask fields replaced (SkyRL loss_masks, OpenRLHF's shifted action_mask…). */
-  outFormat?: boolean;
-}
+// Where they are declared (summary.ts, io/mask-forms.ts), so that jobs.ts needs nothing from this module.
+export type { OutputOptions, Progress };
 
 /** Where results go: JSON lines (plain or gzip) or Parquet rows. */
 export interface Sink {

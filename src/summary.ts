@@ -23,6 +23,12 @@ export interface RunSummary {
 /** A hint as the `--set` value that applies it: "template_think=0". */
 export const hintFlag = (hint: { option: string; value: number | null }) => `${hint.option}=${hint.value}`;
 
+/** What `runRollouts` reports progress to (the CLI's terminal line): bytes read, rollouts and tokens so far. */
+export interface Progress {
+  update(bytes: number, rollouts: number, tokens: number): void;
+  done(): void;
+}
+
 export function newSummary(): RunSummary {
   return { rollouts: 0, failed: 0, tokens: 0, actionTokens: 0, diagnostics: new Map(), disagreeing: 0, directions: new Map(), targetFrame: 0, patterns: new Map(), hints: new Map(), parts: new Map() };
 }

@@ -3,8 +3,14 @@
  * they came, or the line fails.
  */
 import type { MaskResult } from '../masker.ts';
-import type { TextOut } from './mask-lines.ts';
 import { jsonText } from './json.ts';
+
+/** Where output text goes, a line at a time: a file's writer or a chunk's bytes (io/mask-lines.ts ByteOut). */
+export interface TextOut {
+  write(text: string): void;
+  /** `[m0,m1,…]` for a 0/1 mask. */
+  writeMask(mask: ArrayLike<number>): void;
+}
 
 /** A thrown value's message, whatever was thrown. */
 export function errorMessage(error: unknown): string {

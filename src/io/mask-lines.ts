@@ -10,16 +10,11 @@
 import type { Masker, MaskerPool, MaskResult, Scanned } from '../masker.ts';
 import type { RunSummary } from '../summary.ts';
 import { record } from '../summary.ts';
-import { idJson, writeMaskLine } from './lines.ts';
+import { idJson, writeMaskLine, type TextOut } from './lines.ts';
 import { readTokens, IdArena, type InputRecord } from './records.ts';
 import { detectShape, flatRollout } from './shapes.ts';
 
-/** Where output text goes, a line at a time: a file's writer or a chunk's bytes. */
-export interface TextOut {
-  write(text: string): void;
-  /** `[m0,m1,…]` for a 0/1 mask. */
-  writeMask(mask: ArrayLike<number>): void;
-}
+export type { TextOut };
 
 /**
  * Output bytes that grow as needed: the lines of one chunk. Starts on an even address, so a mask goes out

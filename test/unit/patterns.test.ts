@@ -188,6 +188,21 @@ describe('patterns on plain arrays, in words and counted', () => {
     expect(patternOf({ given, protocol, from: 2, to: 8, runs: [run(2, 4, 0), run(5, 7, 0)], stops: [] })?.code).toBe('all-zero');
   });
 
+  it('drift: boundaries moved by amounts that grow one way; moved both ways (two bugs), it is not drift', () => {
+    //                0  1  2  3  4  5  6  7  8  9 10 11 12 13 14 15 16 17 18 19
+    const protocol = [0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0];
+    const runsOf = (given: number[]) => {
+      const out: Array<{ start: number; end: number; given: 0 | 1; parts: Array<{ code: string }> }> = [];
+      for (let i = 0; i < given.length; i++) if (given[i] !== protocol[i]) out.push({ start: i, end: i + 1, given: given[i] as 0 | 1, parts: [{ code: given[i] ? 'environment-reply' : 'model-text' }] });
+      return out;
+    };
+    const pattern = (given: number[]) => patternOf({ given, protocol, from: 0, to: protocol.length, runs: runsOf(given), stops: [] })?.code;
+    // Moves 0, 1, 1, 2, 2, 2: each merge pushes every later boundary one token further.
+    expect(pattern([0, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0])).toBe('drift');
+    // Moves -1, -1, +1, +1, +1, +1: the first turn a token early, the later ones a token late (two bugs, one each way): not drift.
+    expect(pattern([0, 1, 1, 1, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0])).toBeUndefined();
+  });
+
   it('the line before the runs and the summary count', () => {
     const pattern = patternOf({ given: protocol.map((bit) => 1 - bit), protocol, from: 0, to: 8, runs: [run(0, 8, 1)], stops: [] })!;
     expect(formatPattern('r1', pattern)).toBe(`r1: the given mask follows a pattern (${pattern.code}): ${pattern.words}`);
