@@ -29,7 +29,7 @@ export async function detectFile(input: string, tokenizer: LoadedTokenizer, limi
         const rollout = tokenizeRollout(tokenizer, shaped);
         // prompt_length −1 means "find it"; one given (or a shape's own prompt, verl's prompt_ids) is the rollout's.
         // Copied: a flat line's tokens are a view the next line reuses.
-        rollouts.push({ tokens: Array.from(rollout.tokens), promptLength: rollout.promptLength >= 0 ? rollout.promptLength : undefined });
+        rollouts.push({ tokens: new Uint32Array(rollout.tokens), promptLength: rollout.promptLength >= 0 ? rollout.promptLength : undefined });
       } catch {
         unreadable++;
       }

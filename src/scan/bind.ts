@@ -93,6 +93,43 @@ export interface Bound extends GrammarTables {
 
 const tablesCache = new WeakMap<CompiledGrammar, WeakMap<ByteTable, GrammarTables>>();
 
+/** Per byte value, the known ids whose piece holds it (`ids[starts[b] .. starts[b + 1]]`); `known[id]` is 1 for known ids. */
+interface ByteIndex { starts: Uint32Array; ids: Uint32Array; known: Uint8Array }
+const byteIndexes = new WeakMap<ByteTable, ByteIndex>();
+
+/**
+ * The scan view's byte index, built once per view and shared by every grammar bound to it: `detect` binds every
+ * bundled grammar, and each used to pass over all of the vocabulary's bytes to build its skip tables.
+ */
+function byteIndex(table: ByteTable): ByteIndex {
+  let index = byteIndexes.get(table);
+  if (index) return index;
+  const { size, pieces, offsets, flags } = table;
+  const known = new Uint8Array(size);
+  const counts = new Uint32Array(257);
+  const seen = new Int32Array(256).fill(-1);
+  for (let pass = 0; pass < 2; pass++) {
+    const ids = pass === 1 ? new Uint32Array(counts[256]) : undefined;
+    const at = pass === 1 ? counts.slice(0, 256) : undefined;
+    seen.fill(-1);
+    for (let id = 0; id < size; id++) {
+      if ((flags[id] & KNOWN) === 0) continue;
+      known[id] = 1;
+      for (let p = offsets[id], end = offsets[id + 1]; p < end; p++) {
+        const byte = pieces[p];
+        if (seen[byte] === id) continue;
+        seen[byte] = id;
+        if (ids) ids[at![byte]++] = id;
+        else counts[byte + 1]++;
+      }
+    }
+    if (ids) { index = { starts: counts, ids, known }; break; }
+    for (let byte = 0; byte < 256; byte++) counts[byte + 1] += counts[byte];
+  }
+  byteIndexes.set(table, index!);
+  return index!;
+}
+
 /** The grammar × tokenizer tables, built on first use and shared afterwards. */
 export function grammarTables(grammar: CompiledGrammar, table: ByteTable): GrammarTables {
   let byTable = tablesCache.get(grammar);
@@ -133,20 +170,17 @@ function buildTables(grammar: CompiledGrammar, table: ByteTable): GrammarTables 
     overlapLength: Int32Array.from(grammar.handovers, (handover) => (handover.overlap === undefined ? 0 : encode(handover.overlap).length)),
   };
   const { size, pieces, offsets, flags } = view.table;
-  // Which automata can each token's bytes start? One pass over all pieces per 32 automata (a bit each).
-  const skip = dfas.map(() => new Uint8Array(size));
-  const startsOf = new Uint32Array(256);
-  for (let first = 0; first < dfas.length; first += 32) {
-    const count = Math.min(32, dfas.length - first);
-    startsOf.fill(0);
-    for (let d = 0; d < count; d++) for (let byte = 0; byte < 256; byte++) if (dfas[first + d].firstBytes[byte]) startsOf[byte] |= 1 << d;
-    for (let id = 0; id < size; id++) {
-      if ((flags[id] & KNOWN) === 0) continue;
-      let starts = 0;
-      for (let p = offsets[id], end = offsets[id + 1]; p < end; p++) starts |= startsOf[pieces[p]];
-      for (let d = 0; d < count; d++) if (((starts >>> d) & 1) === 0) skip[first + d][id] = 1;
+  // An automaton skips a known token none of whose bytes can start one of its literals: all known tokens,
+  // minus those holding one of its first bytes (found in the view's byte index, not by a pass over all pieces).
+  const index = byteIndex(view.table);
+  const skip = dfas.map((dfa) => {
+    const row = index.known.slice();
+    for (let byte = 0; byte < 256; byte++) {
+      if (!dfa.firstBytes[byte]) continue;
+      for (let k = index.starts[byte], end = index.starts[byte + 1]; k < end; k++) row[index.ids[k]] = 0;
     }
-  }
+    return row;
+  });
 
   const isPadding = new Uint8Array(size);
   // Padding is found by each id's own text (the real table): a padding token is one whole token.
