@@ -20,13 +20,26 @@ export function auditPrepared(context: MaskContext, prepared: Prepared, result: 
   const to = from + given.values.length;
   const table = context.tokenizer.table;
   const tokens = prepared.rollout.tokens;
-  const runs = compareMasks(table, tokens, stream.mask, result, stream.shift)
-    .flatMap((run) => {
-      // Outside what the framework's mask covers there is nothing to compare (its prompt, in most frames).
-      const start = Math.max(run.start, from);
-      const end = Math.min(run.end, to);
-      return start < end ? [{ ...run, start, end, field: fieldIndex(given, start) }] : [];
-    });
+  const inRange = (field: string) => (run: Disagreement) => {
+    // Outside what the framework's mask covers there is nothing to compare (its prompt, in most frames).
+    const start = Math.max(run.start, from);
+    const end = Math.min(run.end, to);
+    return start < end ? [{ ...run, start, end, field: fieldIndex({ ...given, field }, start) }] : [];
+  };
+  // A signal's nonzero set (no mask) is checked where it trains only: an advantage of exactly 0 is legitimate.
+  let runs = compareMasks(table, tokens, stream.mask, result, stream.shift)
+    .filter((run) => !given.trainedOnly || run.given === 1)
+    .flatMap(inRange(given.field));
+  if (given.signals?.length) {
+    // What trains besides the mask (tinker's advantages, weights): a token it trains where the mask says 0 and the
+    // protocol says 0 trains all the same, a disagreement named by the signal's own field.
+    for (const signal of given.signals) {
+      const alone = stream.mask.map(() => 0);
+      signal.values.forEach((bit, i) => { if (bit && !given.values[i]) alone[given.start + i] = 1; });
+      runs = runs.concat(compareMasks(table, tokens, alone, result, stream.shift).filter((run) => run.given === 1).flatMap(inRange(signal.field)));
+    }
+    runs.sort((a, b) => a.start - b.start);
+  }
   return given.padding ? runs.concat(paddingRuns(table, tokens, given)) : runs;
 }
 
@@ -86,10 +99,14 @@ export function auditPattern(context: MaskContext, prepared: Prepared, result: M
   const perToken = new Uint8Array(prepared.rollout.tokens.length);
   for (let i = from; i < to; i++) perToken[i] = stream.mask[i - stream.shift] ? 1 : 0;
   // Padding the stream leaves out is no part of the mask's shape over the stream; trained alone, it is a pattern of its own.
-  const inStream = runs.filter((run) => run.start < to);
+  // A signal's nonzero set is no mask with a shape; runs named by another signal are no part of the mask's shape.
+  if (given.trainedOnly) return undefined;
+  const inStream = runs.filter((run) => run.start < to && !(hasField(run) && !run.field.startsWith(`${given.field}[`)));
   if (!inStream.length) return runs.every((run) => run.parts.every((part) => part.code === 'padding')) ? { code: 'padding-trained', words: PATTERN_WORDS['padding-trained'] } : undefined;
   return patternOfAudit(context.tokenizer.table, prepared.rollout.tokens, perToken, result, inStream, from, to);
 }
+
+const hasField = (run: Disagreement): run is Disagreement & { field: string } => typeof (run as { field?: unknown }).field === 'string';
 
 /** An option value the grammar documents under which a disagreeing rollout's masks agree: `--set option=value`. */
 export interface OptionHint { option: string; value: number | null }

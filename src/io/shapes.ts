@@ -34,7 +34,7 @@
 import type { OptionValues } from '../scan/bind.ts';
 import { isObject, jsonText, ShapeError, tokenArray } from './json.ts';
 import { idText } from './lines.ts';
-import { checkShiftedTargets, tinkerTensor, writeTinkerInputs } from './tinker.ts';
+import { checkShiftedTargets, signalNumbers, TINKER_SIGNALS, tinkerTensor, writeTinkerInputs } from './tinker.ts';
 
 export type ShapeName =
   | 'flat' | 'tinker' | 'verl' | 'verl-padded' | 'trl' | 'verifiers' | 'skyrl' | 'slime' | 'openrlhf' | 'areal'
@@ -55,6 +55,17 @@ export interface GivenMask {
    * audit reports a 1 there as padding trained (verl#3805).
    */
   padding?: { values: number[]; ids: number[] };
+  /**
+   * What the framework trains by besides the mask, in the mask's frame (start, shift): a tinker datum's
+   * `advantages` and `weights`, 1 where the value is not 0. tinker-cookbook drops `mask` before training, so a
+   * token with a nonzero signal trains whatever its mask says (see src/io/tinker.ts).
+   */
+  signals?: Array<{ field: string; values: number[] }>;
+  /**
+   * `values` is a signal's nonzero set, not a mask (a datum with no `mask`): a 1 trains, but a 0 says nothing
+   * (an advantage of exactly 0 is legitimate: a group whose rewards are all equal), so only its 1s are checked.
+   */
+  trainedOnly?: boolean;
 }
 
 /** One rollout read from a token shape: one stream of ids, where its prompt ends, and its given mask. */
@@ -185,6 +196,8 @@ export interface ShapeSpec {
   maskKeys: string[];
   /** Keys that make the match more specific when present. */
   hints?: string[];
+  /** Keys that train in the mask's stead when the mask is absent (tinker's `advantages`, `weights`): `check` reads them then. */
+  signalKeys?: string[];
   read(value: Json, id: unknown, options: OptionValues): ShapedRollout[];
   /** The input line with its mask fields replaced by `masks` (one per rollout), in the framework's frame. */
   writeBack?(value: Json, rollouts: TokenRollout[], masks: ArrayLike<number>[]): Json;
@@ -205,10 +218,19 @@ function readTinkerDatum(value: Json, id: unknown, options: OptionValues, prefix
   const tokens = targets.length ? [...input, targets[targets.length - 1]] : input;
   const flat = flatRollout({ id, prompt_length: value.prompt_length }, tokens);
   flat.options = options;
+  // What tinker's losses weigh each target by (the mask itself never reaches them): 1 where it is not 0.
+  const signals = TINKER_SIGNALS.filter((key) => value[key] != null)
+    .map((key) => ({ field: `${prefix}${key}`, values: signalNumbers(tinkerTensor(value[key], `${prefix}${key}`), targets.length, `${prefix}${key}`).map((item) => (item !== 0 ? 1 : 0)) }));
   if (value.mask != null) {
     const mask = maskValues(tinkerTensor(value.mask, `${prefix}mask`).data, `${prefix}mask`);
     sameLength(mask, `${prefix}mask`, targets, 'target_tokens');
     flat.given = { field: `${prefix}mask`, values: mask, start: 0, shift: 1 };
+    if (signals.length) flat.given.signals = signals;
+  } else if (signals.length) {
+    // No mask: what trains is the signal's nonzero set, checked in the 1 direction only.
+    const [first, ...rest] = signals;
+    flat.given = { field: first.field, values: first.values, start: 0, shift: 1, trainedOnly: true };
+    if (rest.length) flat.given.signals = rest;
   }
   return [flat];
 }
@@ -221,18 +243,18 @@ export const SHAPES: ShapeSpec[] = [
   },
   {
     // A datum: `tokens` (or `model_input`) is the model input, all but the last token; targets are shifted by one.
-    name: 'tinker', framework: 'tinker', keys: ['target_tokens'], maskKeys: ['mask'], hints: ['tokens', 'model_input', 'prompt_length'],
+    name: 'tinker', framework: 'tinker', keys: ['target_tokens'], maskKeys: ['mask'], hints: ['tokens', 'model_input', 'prompt_length'], signalKeys: [...TINKER_SIGNALS],
     read: readTinkerDatum,
     // What trains a datum is its advantages (tinker-cookbook strips mask before training): see src/io/tinker.ts.
     writeBack: (value, _rollouts, [mask]) => writeTinkerInputs(value, mask, ''),
   },
   {
-    name: 'tinker', framework: 'tinker Datum', keys: ['model_input', 'loss_fn_inputs'], maskKeys: ['loss_fn_inputs.mask'],
+    name: 'tinker', framework: 'tinker Datum', keys: ['model_input', 'loss_fn_inputs'], maskKeys: ['loss_fn_inputs.mask'], signalKeys: TINKER_SIGNALS.map((key) => `loss_fn_inputs.${key}`),
     read(value, id, options) {
       const inputs = value.loss_fn_inputs;
       if (!isObject(inputs)) throw new ShapeError('"loss_fn_inputs" must be an object');
       if (inputs.target_tokens === undefined) throw new ShapeError('tinker Datum: missing "loss_fn_inputs.target_tokens"');
-      return readTinkerDatum({ model_input: value.model_input, target_tokens: inputs.target_tokens, mask: inputs.mask, prompt_length: value.prompt_length }, id, options, 'loss_fn_inputs.');
+      return readTinkerDatum({ model_input: value.model_input, target_tokens: inputs.target_tokens, mask: inputs.mask, advantages: inputs.advantages, weights: inputs.weights, prompt_length: value.prompt_length }, id, options, 'loss_fn_inputs.');
     },
     writeBack: (value, _rollouts, [mask]) => ({ ...value, loss_fn_inputs: writeTinkerInputs(value.loss_fn_inputs as Json, mask, 'loss_fn_inputs.') }),
   },
@@ -490,8 +512,9 @@ function score(shape: ShapeSpec, value: Json): number {
 }
 
 /** The keys any shape reads at the top level, and the heads of dotted keys (`ob.chunks` → `ob`). */
-const TOP_KEYS = new Set(SHAPES.flatMap((shape) => [...shape.keys, ...shape.maskKeys, ...(shape.hints ?? [])]).filter((key) => !key.includes('.')));
-const DOTTED_HEADS = new Set(SHAPES.flatMap((shape) => [...shape.keys, ...shape.maskKeys, ...(shape.hints ?? [])]).filter((key) => key.includes('.')).map((key) => key.slice(0, key.indexOf('.'))));
+const SHAPE_KEYS = SHAPES.flatMap((shape) => [...shape.keys, ...shape.maskKeys, ...(shape.hints ?? []), ...(shape.signalKeys ?? [])]);
+const TOP_KEYS = new Set(SHAPE_KEYS.filter((key) => !key.includes('.')));
+const DOTTED_HEADS = new Set(SHAPE_KEYS.filter((key) => key.includes('.')).map((key) => key.slice(0, key.indexOf('.'))));
 /** Shapes already found, by the shape keys a line holds: most files repeat one set of keys on every line. */
 const detected = new Map<string, ShapeSpec>();
 const DETECTED_KEPT = 256;
@@ -552,6 +575,8 @@ function detectByScore(value: Json, needMask: boolean): ShapeSpec {
 
 function requireMask(shape: ShapeSpec, value: Json) {
   const missing = shape.maskKeys.filter((key) => !has(value, key));
+  // A tinker datum without its mask still says what trains: its advantages (or weights).
+  if (missing.length && shape.signalKeys?.some((key) => has(value, key))) return;
   if (shape.maskKeys.length === 0) throw new ShapeError(`${shape.name} (${shape.framework}) carries no mask to check: check compares the grammar's mask with the one a line brings`);
   if (missing.length) throw new ShapeError(`${shape.name} (${shape.framework}): no mask to check, missing ${missing.map((key) => `"${key}"`).join(', ')}`);
 }

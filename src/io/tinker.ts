@@ -65,7 +65,8 @@ export function checkShiftedTargets(input: ArrayLike<number>, targets: ArrayLike
   }
 }
 
-function numbers(tensor: Tensor, length: number, field: string): number[] {
+/** A tensor's values as finite numbers, one per target; anything else is an error naming `field[i]`. */
+export function signalNumbers(tensor: Tensor, length: number, field: string): number[] {
   if (tensor.data.length !== length) throw new ShapeError(`${field} has ${tensor.data.length} entries for ${length} target_tokens`);
   return tensor.data.map((item, i) => {
     if (typeof item !== 'number' || !Number.isFinite(item)) throw new ShapeError(`${field}[${i}]: expected a number, got ${jsonText(item)}`);
@@ -98,7 +99,8 @@ function signalUnder(values: number[], given: number[] | undefined, mask: number
   });
 }
 
-const SIGNALS = ['advantages', 'weights'];
+/** What tinker's losses weigh each target token by: the RL losses `advantages`, cross_entropy `weights`. */
+export const TINKER_SIGNALS = ['advantages', 'weights'] as const;
 
 /**
  * A datum's loss inputs (`loss_fn_inputs`, or the flat datum itself) with the mask written back so that what
@@ -110,14 +112,14 @@ export function writeTinkerInputs(inputs: Json, streamMask: ArrayLike<number>, p
   const mask = Array.from({ length: Math.max(0, streamMask.length - 1) }, (_, i) => streamMask[i + 1]);
   const out: Json = { ...inputs };
   const givenTensor = inputs.mask != null ? tinkerTensor(inputs.mask, `${prefix}mask`) : undefined;
-  const given = givenTensor ? numbers(givenTensor, mask.length, `${prefix}mask`) : undefined;
+  const given = givenTensor ? signalNumbers(givenTensor, mask.length, `${prefix}mask`) : undefined;
   let signal = false;
-  for (const key of SIGNALS) {
+  for (const key of TINKER_SIGNALS) {
     if (inputs[key] == null) continue;
     signal = true;
     const field = `${prefix}${key}`;
     const tensor = tinkerTensor(inputs[key], field);
-    out[key] = rewrap(tensor, signalUnder(numbers(tensor, mask.length, field), given, mask, field), field);
+    out[key] = rewrap(tensor, signalUnder(signalNumbers(tensor, mask.length, field), given, mask, field), field);
   }
   if (givenTensor) out.mask = rewrap(givenTensor, mask, `${prefix}mask`);
   else if (!signal) out.mask = mask;
