@@ -333,6 +333,22 @@ describe('check reads tinker datums', () => {
     expect(disagree.stderr).toContain('d: the mask has 4 values for 5 tokens, read in target space');
     expect(disagree.stderr).toContain('1 mask(s) one shorter than their tokens, read in target space');
   });
+
+  it('what trains is the advantages (tinker-cookbook rl/train.py _remove_mask drops mask): an advantage where the mask and the protocol say 0 disagrees, named by its field', () => {
+    const args = ['check', '--grammar', 'tutorial', '--tokenizer', 'samples/tutorial-404/tokenizer.json', '-'];
+    // The same datum, mask right; target 1 (token 2, 302, the prompt) given the trajectory's advantage.
+    const line = { id: 'd', tokens: [300, 301, 302, 400], target_tokens: [301, 302, 400, 401], mask: [0, 0, 1, 1], advantages: [0, 0.5, 0.5, 0.5], prompt_length: 3 };
+    const run = tagmaskSync(args, { input: `${JSON.stringify(line)}\n` });
+    expect(run.code).toBe(1);
+    expect(JSON.parse(run.stdout)).toMatchObject({ agree: false, field: 'mask', disagreements: [{ start: 2, end: 3, given: 1, protocol: 0, field: 'advantages[1]' }] });
+    expect(run.stderr).toContain('(tinker advantages[1])');
+    // Advantage 0 where the mask trains is legitimate (a group whose rewards were all equal); no mask: the advantages alone.
+    const zero = tagmaskSync(args, { input: `${JSON.stringify({ ...line, advantages: [0, 0, 0, 0] })}\n` });
+    expect(JSON.parse(zero.stdout)).toMatchObject({ agree: true });
+    const { mask: _mask, ...noMask } = line;
+    const alone = tagmaskSync(args, { input: `${JSON.stringify(noMask)}\n` });
+    expect(JSON.parse(alone.stdout)).toMatchObject({ agree: false, field: 'advantages', disagreements: [{ start: 2, end: 3, field: 'advantages[1]' }] });
+  });
 });
 
 describe('show', () => {
