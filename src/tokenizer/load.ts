@@ -344,7 +344,9 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
   const path = resolveTokenizerPath(spec, from);
   const cacheDir = cacheDirectory();
   // The cache is bound to the files' content: its name is the digest of tokenizer.json and tokenizer_config.json.
-  const source = cacheDir ? sourceDigest(path) : '';
+  // Read once: a cold start parses the same bytes it hashed.
+  let bytes: Buffer | undefined = cacheDir ? readFileSync(path) : undefined;
+  const source = cacheDir ? sourceDigest(path, bytes) : '';
   const cacheFile = cacheDir && join(cacheDir, `${source.slice(0, 40)}.bin`);
 
   let parsed: TokenizerJson | undefined;
@@ -362,14 +364,16 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
 
   // The cache is used only if it was built from these very bytes, is itself intact, and is the user's own.
   let table = cacheFile ? readCachedTable(cacheFile, source) : undefined;
-  if (!table) {
+  if (table) bytes = undefined;
+  else {
     // Only the table: the engine (encode, chat templates) is built where it is used, as on a warm cache.
     const started = Date.now();
     const say = tableLog;
     say?.(`${path}: first use, building its byte table${cacheFile ? ` (cached in ${dirname(cacheFile)})` : ''} …`, false);
     try {
       say?.(`${path}: reading tokenizer.json …`, true);
-      const json = isTiktokenPath(path) ? parse() : (parseWithoutMerges(readFileSync(path)) ?? parse());
+      const json = isTiktokenPath(path) ? parse() : (parseWithoutMerges(bytes ?? readFileSync(path)) ?? parse());
+      bytes = undefined;
       say?.(`${path}: building the byte table …`, true);
       table = buildByteTable(json);
     } catch (error) {
@@ -469,8 +473,8 @@ async function buildTransformersTokenizer(json: TokenizerJson, config: Record<st
  * SHA-256 of what a table is built from: tokenizer.json and, if present, tokenizer_config.json; for a tiktoken
  * file also whether Kimi's tokenizer code stands beside it (it adds the reserved special tokens).
  */
-function sourceDigest(path: string): string {
-  const hash = createHash('sha256').update(readFileSync(path));
+function sourceDigest(path: string, bytes: Buffer = readFileSync(path)): string {
+  const hash = createHash('sha256').update(bytes);
   const config = join(dirname(path), 'tokenizer_config.json');
   hash.update(existsSync(config) ? Buffer.concat([Buffer.from([0]), readFileSync(config)]) : '-');
   if (isTiktokenPath(path)) hash.update(existsSync(join(dirname(path), 'tokenization_kimi.py')) ? 'kimi-code' : '-');
