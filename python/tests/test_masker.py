@@ -79,6 +79,17 @@ def test_check_names_the_disagreement_in_the_frameworks_field(masker):
     first = verdict.disagreements[0]
     assert first.direction == "trains tokens the model did not sample" and first.field.startswith("response_mask[")
     assert first.start == row["mask"].index(0, end)
+    assert masker.check({**flat(row), "mask": row["mask"]}).pattern is None
+
+
+def test_check_names_the_pattern_of_an_inverted_mask(masker):
+    # RAGEN#71: 1 - mask over the response; expectation from the sample's own construction, inverted by hand
+    row = SAMPLES[3]
+    end = row["mask"].index(1)
+    inverted = {"id": "inv", "prompt_ids": row["tokens"][:end], "response_ids": row["tokens"][end:], "response_mask": [1 - bit for bit in row["mask"][end:]]}
+    verdict = masker.check(inverted)
+    assert not verdict and verdict.pattern.code == "inverted" and "inverted" in verdict.pattern.words
+    assert verdict.hints == []
 
 
 def test_show(masker):

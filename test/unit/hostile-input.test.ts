@@ -33,6 +33,22 @@ function grammarFile(edit: (grammar: any) => void): string {
 }
 const errorsOf = (file: string) => checkGrammarFile(file).issues.filter((issue) => issue.severity === 'error');
 
+/** `body` with a copy of the tutorial's tokenizer.json in a fresh folder and TAGMASK_CACHE a fresh folder, restored after. */
+async function withTutorialCopy(body: (file: string, cache: string) => Promise<void>): Promise<void> {
+  const folder = mkdtempSync(join(dir, 'tok-'));
+  const cache = mkdtempSync(join(dir, 'cache-'));
+  const file = join(folder, 'tokenizer.json');
+  copyFileSync(TUTORIAL_TOKENIZER, file);
+  const previous = process.env.TAGMASK_CACHE;
+  process.env.TAGMASK_CACHE = cache;
+  try {
+    await body(file, cache);
+  } finally {
+    if (previous === undefined) delete process.env.TAGMASK_CACHE;
+    else process.env.TAGMASK_CACHE = previous;
+  }
+}
+
 describe('prototype names are names like any other', () => {
   const compiled = loadGrammar('search-r1');
   const table = buildByteTable(JSON.parse(readFileSync(TUTORIAL_TOKENIZER, 'utf8')));
@@ -111,35 +127,24 @@ describe('tokenizer.json ids and the byte-table cache', () => {
     expect(buildByteTable(tutorial()).size).toBe(602);
   });
 
-  it('a corrupted cache is rebuilt, never used; a cache built from other bytes (same size, time and inode) is not used', async () => {
-    const folder = mkdtempSync(join(dir, 'tok-'));
-    const cache = mkdtempSync(join(dir, 'cache-'));
-    const file = join(folder, 'tokenizer.json');
-    copyFileSync(TUTORIAL_TOKENIZER, file);
-    const previous = process.env.TAGMASK_CACHE;
-    process.env.TAGMASK_CACHE = cache;
-    try {
-      const fresh = (await loadTokenizer(file)).table;
-      const [cached] = readdirSync(cache);
-      const bytes = readFileSync(join(cache, cached));
-      // Flip one byte of the pieces (the end of the file).
-      bytes[bytes.length - 2] ^= 0xff;
-      writeFileSync(join(cache, cached), bytes);
-      const again = (await loadTokenizer(file)).table;
-      expect(Buffer.from(again.pieces).equals(Buffer.from(fresh.pieces))).toBe(true);
-      expect(readFileSync(join(cache, cached)).equals(bytes)).toBe(false); // rewritten
+  it('a corrupted cache is rebuilt, never used; a cache built from other bytes (same size, time and inode) is not used', () => withTutorialCopy(async (file, cache) => {
+    const fresh = (await loadTokenizer(file)).table;
+    const [cached] = readdirSync(cache);
+    const bytes = readFileSync(join(cache, cached));
+    // Flip one byte of the pieces (the end of the file).
+    bytes[bytes.length - 2] ^= 0xff;
+    writeFileSync(join(cache, cached), bytes);
+    const again = (await loadTokenizer(file)).table;
+    expect(Buffer.from(again.pieces).equals(Buffer.from(fresh.pieces))).toBe(true);
+    expect(readFileSync(join(cache, cached)).equals(bytes)).toBe(false); // rewritten
 
-      // Same length, same modification time, same inode: only the bytes differ ("<unk>" → "<UNK>").
-      const { mtime, atime } = statSync(file);
-      writeFileSync(file, readFileSync(file, 'utf8').replace('"<unk>"', '"<UNK>"'));
-      utimesSync(file, atime, mtime);
-      const changed = (await loadTokenizer(file)).table;
-      expect(new TextDecoder().decode(changed.pieces.subarray(changed.offsets[0], changed.offsets[1]))).toBe('<UNK>');
-    } finally {
-      if (previous === undefined) delete process.env.TAGMASK_CACHE;
-      else process.env.TAGMASK_CACHE = previous;
-    }
-  });
+    // Same length, same modification time, same inode: only the bytes differ ("<unk>" → "<UNK>").
+    const { mtime, atime } = statSync(file);
+    writeFileSync(file, readFileSync(file, 'utf8').replace('"<unk>"', '"<UNK>"'));
+    utimesSync(file, atime, mtime);
+    const changed = (await loadTokenizer(file)).table;
+    expect(new TextDecoder().decode(changed.pieces.subarray(changed.offsets[0], changed.offsets[1]))).toBe('<UNK>');
+  }));
 });
 
 describe('issue 20: tokenizer paths and a cache someone else could write', () => {
@@ -149,52 +154,41 @@ describe('issue 20: tokenizer paths and a cache someone else could write', () =>
     await expect(loadTokenizer(model)).rejects.toThrow(`${join(model, 'tokenizer.json')}: is a folder`);
   });
 
-  it('the cache is named by the content digest of the tokenizer files, and a cache file others may write is never read', async () => {
-    const folder = mkdtempSync(join(dir, 'tok-'));
-    const cache = mkdtempSync(join(dir, 'cache-'));
-    const file = join(folder, 'tokenizer.json');
-    copyFileSync(TUTORIAL_TOKENIZER, file);
-    const previous = process.env.TAGMASK_CACHE;
-    process.env.TAGMASK_CACHE = cache;
-    try {
-      const fresh = (await loadTokenizer(file)).table;
-      const [cached] = readdirSync(cache);
-      // The name is the SHA-256 of tokenizer.json's bytes and a marker for "no tokenizer_config.json" (independently computed).
-      expect(cached).toBe(`${createHash('sha256').update(readFileSync(file)).update('-').digest('hex').slice(0, 40)}.bin`);
-      expect(statSync(join(cache, cached)).mode & 0o022).toBe(0);
-      // Forge it: other pieces for token 0, with every digest made consistent again, as a writer of a shared cache could.
-      const bytes = readFileSync(join(cache, cached));
-      const headerLength = bytes.readUInt32LE(0);
-      const header = JSON.parse(bytes.subarray(4, 4 + headerLength).toString('utf8'));
-      let at = 4 + headerLength;
-      at += (4 - (at % 4)) % 4;
-      const payload = bytes.subarray(at);
-      const offsetsBytes = (header.size + 1) * 4;
-      const pieces = payload.subarray(offsetsBytes + header.size);
-      pieces[0] ^= 0x20; // "<unk>" → "\x1cunk>"
-      header.payload = createHash('sha256').update(payload.subarray(0, offsetsBytes)).update(payload.subarray(offsetsBytes, offsetsBytes + header.size)).update(pieces).digest('hex');
-      const newHeader = Buffer.from(JSON.stringify(header));
-      const length = Buffer.alloc(4);
-      length.writeUInt32LE(newHeader.length);
-      const pad = Buffer.alloc((4 - ((4 + newHeader.length) % 4)) % 4);
-      const forged = Buffer.concat([length, newHeader, pad, payload]);
-      writeFileSync(join(cache, cached), forged, { mode: 0o666 });
-      chmodSync(join(cache, cached), 0o666);
-      const again = (await loadTokenizer(file)).table;
-      expect(Buffer.from(again.pieces).equals(Buffer.from(fresh.pieces))).toBe(true);
-      // A link planted in the cache, pointing at the forged bytes, is not read either.
-      const elsewhere = join(dir, `forged-${++counter}.bin`);
-      writeFileSync(elsewhere, forged, { mode: 0o644 });
-      rmSync(join(cache, cached));
-      symlinkSync(elsewhere, join(cache, cached));
-      const linked = (await loadTokenizer(file)).table;
-      expect(Buffer.from(linked.pieces).equals(Buffer.from(fresh.pieces))).toBe(true);
-      expect(readFileSync(elsewhere).equals(forged)).toBe(true); // the link's target is never written either
-    } finally {
-      if (previous === undefined) delete process.env.TAGMASK_CACHE;
-      else process.env.TAGMASK_CACHE = previous;
-    }
-  });
+  it('the cache is named by the content digest of the tokenizer files, and a cache file others may write is never read', () => withTutorialCopy(async (file, cache) => {
+    const fresh = (await loadTokenizer(file)).table;
+    const [cached] = readdirSync(cache);
+    // The name is the SHA-256 of tokenizer.json's bytes and a marker for "no tokenizer_config.json" (independently computed).
+    expect(cached).toBe(`${createHash('sha256').update(readFileSync(file)).update('-').digest('hex').slice(0, 40)}.bin`);
+    expect(statSync(join(cache, cached)).mode & 0o022).toBe(0);
+    // Forge it: other pieces for token 0, with every digest made consistent again, as a writer of a shared cache could.
+    const bytes = readFileSync(join(cache, cached));
+    const headerLength = bytes.readUInt32LE(0);
+    const header = JSON.parse(bytes.subarray(4, 4 + headerLength).toString('utf8'));
+    let at = 4 + headerLength;
+    at += (4 - (at % 4)) % 4;
+    const payload = bytes.subarray(at);
+    const offsetsBytes = (header.size + 1) * 4;
+    const pieces = payload.subarray(offsetsBytes + header.size);
+    pieces[0] ^= 0x20; // "<unk>" → "\x1cunk>"
+    header.payload = createHash('sha256').update(payload.subarray(0, offsetsBytes)).update(payload.subarray(offsetsBytes, offsetsBytes + header.size)).update(pieces).digest('hex');
+    const newHeader = Buffer.from(JSON.stringify(header));
+    const length = Buffer.alloc(4);
+    length.writeUInt32LE(newHeader.length);
+    const pad = Buffer.alloc((4 - ((4 + newHeader.length) % 4)) % 4);
+    const forged = Buffer.concat([length, newHeader, pad, payload]);
+    writeFileSync(join(cache, cached), forged, { mode: 0o666 });
+    chmodSync(join(cache, cached), 0o666);
+    const again = (await loadTokenizer(file)).table;
+    expect(Buffer.from(again.pieces).equals(Buffer.from(fresh.pieces))).toBe(true);
+    // A link planted in the cache, pointing at the forged bytes, is not read either.
+    const elsewhere = join(dir, `forged-${++counter}.bin`);
+    writeFileSync(elsewhere, forged, { mode: 0o644 });
+    rmSync(join(cache, cached));
+    symlinkSync(elsewhere, join(cache, cached));
+    const linked = (await loadTokenizer(file)).table;
+    expect(Buffer.from(linked.pieces).equals(Buffer.from(fresh.pieces))).toBe(true);
+    expect(readFileSync(elsewhere).equals(forged)).toBe(true); // the link's target is never written either
+  }));
 });
 
 describe('issue 20: a line longer than a line may be is that line\'s error, never held', () => {

