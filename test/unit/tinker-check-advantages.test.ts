@@ -51,7 +51,7 @@ function datum(mask: number[], advantages: number[]) {
   };
 }
 
-const rightAdvantages = () => built.expected.map((bit) => (bit ? ADVANTAGE : 0));
+const rightAdvantages = (): number[] => built.expected.map((bit) => (bit ? ADVANTAGE : 0));
 
 function check(value: Record<string, unknown>) {
   const line = readShaped(value, undefined, true);
