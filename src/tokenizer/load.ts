@@ -344,7 +344,9 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
   const path = resolveTokenizerPath(spec, from);
   const cacheDir = cacheDirectory();
   // The cache is bound to the files' content: its name is the digest of tokenizer.json and tokenizer_config.json.
-  const source = cacheDir ? sourceDigest(path) : '';
+  // Read once: a cold start parses the same bytes it hashed.
+  let bytes: Buffer | undefined = cacheDir ? readFileSync(path) : undefined;
+  const source = cacheDir ? sourceDigest(path, bytes) : '';
   const cacheFile = cacheDir && join(cacheDir, `${source.slice(0, 40)}.bin`);
 
   let parsed: TokenizerJson | undefined;
@@ -362,14 +364,16 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
 
   // The cache is used only if it was built from these very bytes, is itself intact, and is the user's own.
   let table = cacheFile ? readCachedTable(cacheFile, source) : undefined;
-  if (!table) {
+  if (table) bytes = undefined;
+  else {
     // Only the table: the engine (encode, chat templates) is built where it is used, as on a warm cache.
     const started = Date.now();
     const say = tableLog;
     say?.(`${path}: first use, building its byte table${cacheFile ? ` (cached in ${dirname(cacheFile)})` : ''} …`, false);
     try {
       say?.(`${path}: reading tokenizer.json …`, true);
-      const json = parse();
+      const json = isTiktokenPath(path) ? parse() : (parseWithoutMerges(bytes ?? readFileSync(path)) ?? parse());
+      bytes = undefined;
       say?.(`${path}: building the byte table …`, true);
       table = buildByteTable(json);
     } catch (error) {
@@ -380,6 +384,44 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
     say?.(`${path}: byte table of ${table.size} ids built in ${((Date.now() - started) / 1000).toFixed(1)} s`, false);
   }
   return loaded(path, table, parse);
+}
+
+const MERGES_KEY = Buffer.from('"merges"');
+
+/**
+ * tokenizer.json parsed with `model.merges` left empty: the byte table never reads the merges (only the encoder
+ * does), and they are up to half of the file (gpt-oss: 26 MB). Undefined where the array cannot be found for
+ * certain (the caller then parses the whole file): exactly one `"merges"` key followed by `[` (a vocabulary
+ * entry named merges is followed by its id), its end found past strings and nested lists.
+ */
+export function parseWithoutMerges(bytes: Buffer): TokenizerJson | undefined {
+  let open = -1;
+  for (let at = bytes.indexOf(MERGES_KEY); at >= 0; at = bytes.indexOf(MERGES_KEY, at + MERGES_KEY.length)) {
+    let k = at + MERGES_KEY.length;
+    while (bytes[k] === 32 || bytes[k] === 10 || bytes[k] === 13 || bytes[k] === 9) k++;
+    if (bytes[k++] !== 0x3a) continue;
+    while (bytes[k] === 32 || bytes[k] === 10 || bytes[k] === 13 || bytes[k] === 9) k++;
+    if (bytes[k] !== 0x5b) continue;
+    if (open >= 0) return undefined;
+    open = k;
+  }
+  if (open < 0) return undefined;
+  let depth = 0;
+  let close = -1;
+  for (let k = open; k < bytes.length; k++) {
+    const c = bytes[k];
+    if (c === 0x22) {
+      // A string: to its closing quote, past escapes.
+      for (k++; k < bytes.length && bytes[k] !== 0x22; k++) if (bytes[k] === 0x5c) k++;
+    } else if (c === 0x5b) depth++;
+    else if (c === 0x5d && --depth === 0) { close = k; break; }
+  }
+  if (close < 0) return undefined;
+  try {
+    return JSON.parse(bytes.toString('utf8', 0, open + 1) + bytes.toString('utf8', close)) as TokenizerJson;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -431,8 +473,8 @@ async function buildTransformersTokenizer(json: TokenizerJson, config: Record<st
  * SHA-256 of what a table is built from: tokenizer.json and, if present, tokenizer_config.json; for a tiktoken
  * file also whether Kimi's tokenizer code stands beside it (it adds the reserved special tokens).
  */
-function sourceDigest(path: string): string {
-  const hash = createHash('sha256').update(readFileSync(path));
+function sourceDigest(path: string, bytes: Buffer = readFileSync(path)): string {
+  const hash = createHash('sha256').update(bytes);
   const config = join(dirname(path), 'tokenizer_config.json');
   hash.update(existsSync(config) ? Buffer.concat([Buffer.from([0]), readFileSync(config)]) : '-');
   if (isTiktokenPath(path)) hash.update(existsSync(join(dirname(path), 'tokenization_kimi.py')) ? 'kimi-code' : '-');

@@ -22,7 +22,8 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadTokenizer, type LoadedTokenizer } from '../../src/index.ts';
-import { qwen3Example, type Message } from '../fixtures/tinker-renderers.ts';
+import { qwen3Example } from '../fixtures/tinker-renderers.ts';
+import { say, think, weatherFollowUp } from '../fixtures/conversations.ts';
 import { tagmask } from './run-cli.ts';
 import { build, information, userMessage, type Piece } from '../unit/construct.ts';
 
@@ -32,15 +33,7 @@ let qwen: LoadedTokenizer;
 beforeAll(async () => { qwen = await loadTokenizer(QWEN); }, 60_000);
 
 // Two model turns around a tool reply, then a user turn and a third; the last has its reasoning (tinker writes it).
-const conversation: Message[] = [
-  { role: 'system', content: 'You help travellers.' },
-  { role: 'user', content: 'Weather in Paris?' },
-  { role: 'assistant', content: [{ type: 'thinking', thinking: 'Look it up.' }, { type: 'text', text: '' }], tool_calls: [{ name: 'get_weather', arguments: { city: 'Paris' } }] },
-  { role: 'tool', content: '{"temperature": 14}' },
-  { role: 'assistant', content: [{ type: 'text', text: 'It is 14 °C.' }] },
-  { role: 'user', content: 'And tomorrow?' },
-  { role: 'assistant', content: [{ type: 'thinking', thinking: 'Guess.' }, { type: 'text', text: 'Rain.' }] },
-];
+const conversation = weatherFollowUp([think('Guess.'), say('Rain.')]);
 
 type Shape = 'flat' | 'tinker' | 'verl' | 'verl-padded' | 'trl' | 'slime' | 'skyrl' | 'openrlhf' | 'areal' | 'prime-rl' | 'verifiers';
 const SHAPES: Shape[] = ['flat', 'tinker', 'verl', 'verl-padded', 'trl', 'slime', 'skyrl', 'openrlhf', 'areal', 'prime-rl', 'verifiers'];

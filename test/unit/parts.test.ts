@@ -7,7 +7,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { compareMasks, loadGrammar, loadTokenizer, Masker, type LoadedTokenizer } from '../../src/index.ts';
 import { formatDisagreement } from '../../src/report/text.ts';
-import { qwen3Example, type Message } from '../fixtures/tinker-renderers.ts';
+import { qwen3Example } from '../fixtures/tinker-renderers.ts';
+import { WEATHER_TOOL_TURN, type Message } from '../fixtures/conversations.ts';
 
 let qwen: LoadedTokenizer;
 // The tokenizer, the split-special encoder the tinker fixture builds from it and the grammar's tables are made once
@@ -18,13 +19,7 @@ beforeAll(async () => {
   new Masker(loadGrammar('qwen3-tools'), qwen.table);
 }, 120_000);
 
-const conversation: Message[] = [
-  { role: 'system', content: 'You help travellers.' },
-  { role: 'user', content: 'Weather in Paris?' },
-  { role: 'assistant', content: [{ type: 'thinking', thinking: 'Look it up.' }, { type: 'text', text: '' }], tool_calls: [{ name: 'get_weather', arguments: { city: 'Paris' } }] },
-  { role: 'tool', content: '{"temperature": 14}' },
-  { role: 'assistant', content: [{ type: 'text', text: 'It is 14 °C.' }] },
-];
+const conversation = WEATHER_TOOL_TURN;
 
 function withBug(plant: (tokens: number[], weights: number[], id: (text: string) => number) => number[], options: Record<string, number> = { template_think: 0 }) {
   const example = qwen3Example(qwen, conversation);

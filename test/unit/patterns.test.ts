@@ -10,7 +10,8 @@ import { patternOfAudit } from '../../src/io/audit.ts';
 import { PATTERN_WORDS, patternOf } from '../../src/patterns.ts';
 import { formatDisagreement, formatPattern, formatRunSummary } from '../../src/report/text.ts';
 import { newSummary } from '../../src/summary.ts';
-import { qwen3Example, type Message } from '../fixtures/tinker-renderers.ts';
+import { qwen3Example } from '../fixtures/tinker-renderers.ts';
+import { say, weatherFollowUp } from '../fixtures/conversations.ts';
 import { tagmaskSync } from '../cli/run-cli.ts';
 import { build, information, userMessage, type Piece } from './construct.ts';
 
@@ -23,15 +24,7 @@ beforeAll(async () => {
   new Masker(loadGrammar('qwen3-tools'), qwen.table);
 }, 120_000);
 
-const conversation: Message[] = [
-  { role: 'system', content: 'You help travellers.' },
-  { role: 'user', content: 'Weather in Paris?' },
-  { role: 'assistant', content: [{ type: 'thinking', thinking: 'Look it up.' }, { type: 'text', text: '' }], tool_calls: [{ name: 'get_weather', arguments: { city: 'Paris' } }] },
-  { role: 'tool', content: '{"temperature": 14}' },
-  { role: 'assistant', content: [{ type: 'text', text: 'It is 14 °C.' }] },
-  { role: 'user', content: 'And tomorrow?' },
-  { role: 'assistant', content: [{ type: 'text', text: 'Rain.' }] },
-];
+const conversation = weatherFollowUp([say('Rain.')]);
 
 type Plant = (weights: number[], tokens: number[], id: (text: string) => number) => number[];
 
