@@ -33,6 +33,39 @@ type Library = {
   getSchemaPath: typeof import('hyparquet/src/schema.js').getSchemaPath;
 };
 
+/**
+ * hyparquet-writer's own types for what this file hands it, taken from its functions' signatures (its package
+ * exports no types module). They are written against its own copy of hyparquet (1.31.5, beside our 1.33.0).
+ */
+type WriterColumnInput = Parameters<Library['writeColumn']>[0];
+type WriterPageData = WriterColumnInput['pageData'];
+type WriterSchemaElement = WriterColumnInput['column']['element'];
+type WriterSchemaTree = Parameters<Library['encodeNestedValues']>[0][number];
+type DecodedArray = WriterPageData['values'];
+type ColumnChunk = ReturnType<Library['writeColumn']>['chunk'];
+
+/** Page data as this file builds it: the writer's, but with levels a byte each (Uint8Array) where they are long. */
+type PageData = Omit<WriterPageData, 'definitionLevels' | 'repetitionLevels'> & { definitionLevels: Uint8Array | number[]; repetitionLevels: Uint8Array | number[] };
+
+/**
+ * The boundary between our types and the writer's: what we pass is what it accepts at run time, though its
+ * types (hyparquet-writer 0.17.0) say otherwise in two places.
+ * - Schema elements: our hyparquet 1.33.0's LogicalType adds `FILE`, which the writer's 1.31.5 types lack. The
+ *   writer only compares `logical_type.type` with the types it knows (src/metadata.js `logicalType`, which has no
+ *   case for FILE and so writes none; src/column.js, src/unconvert.js, src/dremel.js), so a FILE element is
+ *   written as one without a logical type; the elements are passed unchanged.
+ * - Levels: its PageData types them `number[]`; we pass Uint8Arrays. It only reads their `length`, indexes them
+ *   and `slice`s them (src/column.js `writeColumn`, `getPageBoundaries`; src/datapage.js `writeDataPageV2`;
+ *   src/encoding.js `writeRleBitPackedHybrid`), all of which a Uint8Array does alike.
+ */
+function forWriter(path: SchemaTree[]): WriterSchemaTree[];
+function forWriter(path: SchemaElement[]): WriterSchemaElement[];
+function forWriter(element: SchemaElement): WriterSchemaElement;
+function forWriter(data: PageData): WriterPageData;
+function forWriter(value: SchemaTree[] | SchemaElement[] | SchemaElement | PageData): WriterSchemaTree[] | WriterSchemaElement[] | WriterSchemaElement | WriterPageData {
+  return value as WriterSchemaTree[] | WriterSchemaElement[] | WriterSchemaElement | WriterPageData;
+}
+
 let library: Promise<Library> | undefined;
 const load = () => (library ??= (async () => {
   const [writer, column, dremel, schema, datapage, snappy] = await Promise.all([import('hyparquet-writer'), import('hyparquet-writer/src/column.js'), import('hyparquet-writer/src/dremel.js'), import('hyparquet/src/schema.js'), import('hyparquet-writer/src/datapage.js'), import('hyparquet-writer/src/snappy.js')]);
@@ -222,7 +255,7 @@ export class ParquetRowWriter {
     this.start();
     const writer = this.writer as unknown as { writer: { offset: number }; row_groups: Array<Record<string, unknown>>; num_rows: bigint; pendingIndexes: unknown[] };
     const groupStart = writer.writer.offset;
-    const chunks: Array<Record<string, unknown>> = [];
+    const chunks: ColumnChunk[] = [];
     const spilled: Array<{ name: string; at: number; length: number }> = [];
     for (const column of this.columns) {
       const cells = rows.map((row) => row[column.name]);
@@ -270,30 +303,30 @@ export class ParquetRowWriter {
   }
 
   /** Column chunks of one column for one row group's cells (one per leaf). */
-  private encode(column: Column, cells: unknown[]): Array<{ chunk: Record<string, unknown> }> {
+  private encode(column: Column, cells: unknown[]): Array<{ chunk: ColumnChunk }> {
     const elements = this.schemaOf(column);
     const schema: SchemaElement[] = [{ name: 'root', num_children: 1 }, ...elements];
     const root = this.library.getSchemaPath(schema, [])[0];
-    const out: Array<{ chunk: Record<string, unknown> }> = [];
+    const out: Array<{ chunk: ColumnChunk }> = [];
     for (const leafPath of leafPaths([root, root.children[0]])) {
       const path = leafPath.map((node) => node.element);
       const leaf = path[path.length - 1];
       const simpleList = leafPath.length === 4 && path[2].repetition_type === 'REPEATED' && path[3].repetition_type !== 'REPEATED' && !leaf.num_children;
       const flat = leafPath.length === 2;
-      const pageData = simpleList ? listPageData(cells, path) : flat ? flatPageData(cells, leaf) : this.library.encodeNestedValues(leafPath as never, cells as never);
+      const pageData = simpleList ? listPageData(cells, path) : flat ? flatPageData(cells, leaf) : this.library.encodeNestedValues(forWriter(leafPath), cells);
       if (simpleList && ArrayBuffer.isView(pageData.values)) {
         out.push({ chunk: this.listChunk(path, pageData as ReturnType<typeof listPageData> & { values: Int32Array | Float32Array | Float64Array }) });
         continue;
       }
       // Values are handed over in their physical form already: no conversion (JSON text, unsigned) on the way.
-      const element = { ...leaf, converted_type: leaf.converted_type === 'JSON' || leaf.converted_type === 'UTF8' ? undefined : leaf.converted_type };
+      const element = { ...forWriter(leaf), converted_type: leaf.converted_type === 'JSON' || leaf.converted_type === 'UTF8' ? undefined : leaf.converted_type };
       const big = simpleList && !(leaf.type === 'BYTE_ARRAY');
       const result = this.library.writeColumn({
-        writer: (this.writer as unknown as { writer: never }).writer,
-        column: { columnName: path.slice(1).map((node) => node.name).join('.'), element, schemaPath: path, codec: 'SNAPPY', compressors: (this.writer as unknown as { compressors: never }).compressors, stats: !big, pageSize: 1 << 20, columnIndex: false, offsetIndex: true, encoding: big ? 'PLAIN' : undefined } as never,
-        pageData: pageData as never,
+        writer: this.writer.writer,
+        column: { columnName: path.slice(1).map((node) => node.name).join('.'), element, schemaPath: forWriter(path), codec: 'SNAPPY', compressors: this.writer.compressors, stats: !big, pageSize: 1 << 20, columnIndex: false, offsetIndex: true, encoding: big ? 'PLAIN' : undefined },
+        pageData: forWriter(pageData),
       });
-      out.push(result as never);
+      out.push(result);
     }
     return out;
   }
@@ -303,7 +336,7 @@ export class ParquetRowWriter {
    * run-length levels, SNAPPY, split at row starts every 2^18 values. hyparquet-writer's generic page writer
    * checks and appends each value on its own: ~40 % of writing a rollout file.
    */
-  private listChunk(path: SchemaElement[], data: { values: Int32Array | Float32Array | Float64Array; definitionLevels: Uint8Array; repetitionLevels: Uint8Array; maxDefinitionLevel: number }): Record<string, unknown> {
+  private listChunk(path: SchemaElement[], data: { values: Int32Array | Float32Array | Float64Array; definitionLevels: Uint8Array; repetitionLevels: Uint8Array; maxDefinitionLevel: number }): ColumnChunk {
     const writer = (this.writer as unknown as { writer: InstanceType<Library['ByteWriter']> & { offset: number } }).writer;
     const { values, definitionLevels, repetitionLevels, maxDefinitionLevel } = data;
     const start = writer.offset;
@@ -320,20 +353,21 @@ export class ParquetRowWriter {
       const plain = new Uint8Array(values.buffer, values.byteOffset + from * bytesPer, (to - from) * bytesPer);
       const compressed = this.library.snappyCompress(plain);
       const size = repetition.length + definition.length;
-      this.library.writePageHeader(writer as never, {
+      this.library.writePageHeader(writer, {
         type: 'DATA_PAGE_V2', uncompressed_page_size: size + plain.length, compressed_page_size: size + compressed.length,
         data_page_header_v2: { num_values: to - from, num_nulls: 0, num_rows: rows, encoding: 'PLAIN', definition_levels_byte_length: definition.length, repetition_levels_byte_length: repetition.length, is_compressed: true },
-      } as never);
+      });
       writer.appendBytes(repetition);
       writer.appendBytes(definition);
       writer.appendBytes(compressed);
       uncompressed += size + plain.length;
       from = to;
     }
-    const leaf = path[path.length - 1];
+    // The leaf's physical type, which listPageData chose the typed array for.
+    const type = values instanceof Int32Array ? 'INT32' : values instanceof Float32Array ? 'FLOAT' : 'DOUBLE';
     return {
       file_offset: BigInt(start),
-      meta_data: { type: leaf.type, encodings: ['PLAIN', 'RLE'], path_in_schema: path.slice(1).map((element) => element.name), codec: 'SNAPPY', num_values: BigInt(total), total_uncompressed_size: BigInt(uncompressed), total_compressed_size: BigInt(writer.offset - start), data_page_offset: BigInt(start) },
+      meta_data: { type, encodings: ['PLAIN', 'RLE'], path_in_schema: path.slice(1).map((element) => element.name), codec: 'SNAPPY', num_values: BigInt(total), total_uncompressed_size: BigInt(uncompressed), total_compressed_size: BigInt(writer.offset - start), data_page_offset: BigInt(start) },
     };
   }
 
@@ -371,13 +405,13 @@ export class ParquetRowWriter {
       column.kind = kind ?? 'json';
       column.inferred = false;
     }
-    const writer = this.writer as unknown as { writer: { offset: number }; row_groups: Array<{ columns: Array<Record<string, unknown>>; num_rows: bigint; total_compressed_size: bigint }>; pendingIndexes: unknown[] };
+    const writer = this.writer as unknown as { writer: { offset: number }; row_groups: Array<{ columns: ColumnChunk[]; num_rows: bigint; total_compressed_size: bigint }>; pendingIndexes: unknown[] };
     writer.row_groups.forEach((rowGroup, g) => {
       const before = writer.writer.offset;
       const rows = Number(rowGroup.num_rows);
       // Chunks in schema order: declared ones as written, inferred ones written now.
       const declared = [...rowGroup.columns];
-      const ordered: Array<Record<string, unknown>> = [];
+      const ordered: ColumnChunk[] = [];
       for (const column of this.columns) {
         if (!inferred.includes(column)) {
           const leaves = leafCount(this.schemaOf(column));
@@ -502,7 +536,7 @@ function physical(element: SchemaElement, value: unknown, field: string): unknow
 const preview = (value: unknown) => { const text = jsonText(value) ?? String(value); return text.length > 40 ? `${text.slice(0, 40)}…` : text; };
 
 /** Page data for a flat optional column: values aligned with definition levels. */
-function flatPageData(cells: unknown[], leaf: SchemaElement) {
+function flatPageData(cells: unknown[], leaf: SchemaElement): PageData {
   const definitionLevels = new Array<number>(cells.length);
   for (let i = 0; i < cells.length; i++) definitionLevels[i] = cells[i] === null || cells[i] === undefined ? 0 : 1;
   const values = leaf.type === 'BYTE_ARRAY' ? cells.map((cell) => (typeof cell === 'string' ? encoder.encode(cell) : cell)) : cells;
@@ -530,14 +564,16 @@ function listPageData(cells: unknown[], path: SchemaElement[]) {
   const repetitionLevels = new Uint8Array(total);
   const type = leaf.type;
   const typed = !gaps && (type === 'INT32' || type === 'DOUBLE' || type === 'FLOAT');
-  const values: ArrayLike<unknown> & { [i: number]: unknown } = typed ? (type === 'INT32' ? new Int32Array(total) : type === 'FLOAT' ? new Float32Array(total) : new Float64Array(total)) : new Array(total);
+  const values: DecodedArray = typed ? (type === 'INT32' ? new Int32Array(total) : type === 'FLOAT' ? new Float32Array(total) : new Float64Array(total)) : new Array(total);
+  // Written through here: the typed arrays' element types differ, so DecodedArray's own index takes no writes.
+  const slots: { [i: number]: unknown } = values;
   let at = 0;
   for (const cell of cells) {
     if (!isList(cell) || cell.length === 0) {
       // A null list: level 0 (or 1 below an optional list when the list is there but empty).
       definitionLevels[at] = cell === null || cell === undefined ? 0 : (listOptional ? 1 : 0);
       repetitionLevels[at] = 0;
-      values[at++] = undefined;
+      slots[at++] = undefined;
       continue;
     }
     const n = cell.length;
@@ -548,11 +584,11 @@ function listPageData(cells: unknown[], path: SchemaElement[]) {
       (values as Int32Array).set(cell as ArrayLike<number>, at);
       at += n;
     } else if (type === 'INT64') {
-      for (let i = 0; i < n; i++) { const item = cell[i]; values[at++] = typeof item === 'bigint' ? item : BigInt(item as number); }
+      for (let i = 0; i < n; i++) { const item = cell[i]; slots[at++] = typeof item === 'bigint' ? item : BigInt(item as number); }
     } else if (type === 'BOOLEAN') {
-      for (let i = 0; i < n; i++) { const item = cell[i]; values[at++] = typeof item === 'boolean' ? item : item === 1; }
+      for (let i = 0; i < n; i++) { const item = cell[i]; slots[at++] = typeof item === 'boolean' ? item : item === 1; }
     } else {
-      for (let i = 0; i < n; i++) values[at++] = cell[i];
+      for (let i = 0; i < n; i++) slots[at++] = cell[i];
     }
   }
   return { values, definitionLevels, repetitionLevels, maxDefinitionLevel };

@@ -323,8 +323,9 @@ describe.concurrent('inputs that are not what their names say', { timeout: 60_00
   it('--grammar auto on a pipe (a FIFO fed by another process) refuses it, exit 2, instead of masking what detection left', async () => {
     const fifo = join(folder('auto-fifo'), 'rollouts.jsonl');
     execFileSync('mkfifo', [fifo]);
-    // The writer may never be read from: it is killed after the run, whatever happened.
-    const writer = spawn('bash', ['-c', `cat "${join(ROOT, 'samples/search-r1-qwen3/rollouts.jsonl')}" > "${fifo}"`]);
+    // The writer may never be read from: it is killed after the run, whatever happened. `exec` keeps it one process
+    // (without it bash forks the writer, and killing bash left that child blocked opening the FIFO, outliving the test).
+    const writer = spawn('bash', ['-c', `exec cat "${join(ROOT, 'samples/search-r1-qwen3/rollouts.jsonl')}" > "${fifo}"`]);
     try {
       const run = await tagmask(['mask', '--grammar', 'auto', '--tokenizer', QWEN, fifo]);
       expect(run.code).toBe(2);
