@@ -57,6 +57,8 @@ export interface JobsStats {
   workerStartCpuMs?: number;
   /** The main thread's CPU time from the first read to the last write (reading, handing out, writing in order). */
   mainCpuMs?: number;
+  /** The main thread's CPU time since it started (its start, the grammar and tables, and the above). */
+  mainThreadCpuMs?: number;
   /** From the first read to the last chunk written. */
   wallMs: number;
 }
@@ -180,7 +182,7 @@ export async function maskInParallel(run: ParallelRun): Promise<void> {
     const mainCpu1 = mainCpu0 === undefined ? undefined : threadCpuMs();
     run.stats?.({
       jobs: run.jobs, tokens: run.summary.tokens, workerBusyMs, workerCpuMs, workerStartCpuMs,
-      mainCpuMs: mainCpu1 === undefined ? undefined : mainCpu1 - mainCpu0!, wallMs: performance.now() - started,
+      mainCpuMs: mainCpu1 === undefined ? undefined : mainCpu1 - mainCpu0!, mainThreadCpuMs: mainCpu1, wallMs: performance.now() - started,
     });
   } finally {
     stopping = true;
