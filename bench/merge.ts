@@ -9,7 +9,7 @@
  * Without TINKER_COOKBOOK (or without python3 with torch and numpy) the comparison is skipped with a message.
  * Before timing, every datum of both is compared value by value; any difference fails the run.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -64,6 +64,14 @@ export interface MergeResult {
   ratios: number[];
   cold: number;
   warm: { median: number; min: number; max: number };
+  /** Every pair, the cold one included (nothing discarded as warm-up): median and range. */
+  all: { median: number; min: number; max: number };
+  /**
+   * A fresh Node process allocating and writing buffers of the cold pass's sizes (13 bytes per datum token,
+   * one buffer per datum) and nothing else: what first-touch page faults alone cost, the floor of any cold pass
+   * that returns its datums in new memory.
+   */
+  freshMemory: { bytes: number; ms: number[] };
 }
 
 /** A skipped comparison says why. */
@@ -154,6 +162,9 @@ export async function mergeBench(options: { rounds: number; trajectories: number
     let datums = 0;
     let tokens = 0;
     for (let t = 0; t < trajectories.length; t++) for (const datum of trajectoryToData(trajectories[t], lines[t].advantage)) { datums++; tokens += datum.sequence.length; }
+    const sizes: number[] = [];
+    for (let t = 0; t < trajectories.length; t++) for (const datum of trajectoryToData(trajectories[t], lines[t].advantage)) sizes.push(13 * datum.sequence.length);
+    const freshMs = [firstTouchMs(sizes), firstTouchMs(sizes), firstTouchMs(sizes)];
     const ratios = peerMs.map((ms, r) => ms / ourMs[r]);
     const warm = ratios.slice(1);
     return {
@@ -163,10 +174,24 @@ export async function mergeBench(options: { rounds: number; trajectories: number
       ratios: ratios.map((x) => +x.toFixed(1)),
       cold: +ratios[0].toFixed(1),
       warm: { median: +median(warm).toFixed(1), min: +Math.min(...warm).toFixed(1), max: +Math.max(...warm).toFixed(1) },
+      all: { median: +median(ratios).toFixed(1), min: +Math.min(...ratios).toFixed(1), max: +Math.max(...ratios).toFixed(1) },
+      freshMemory: { bytes: sizes.reduce((a, b) => a + b, 0), ms: freshMs.map((x) => +x.toFixed(1)) },
     };
   } finally {
     peer.quit();
   }
+}
+
+/**
+ * Milliseconds a fresh Node process takes to allocate one zeroed ArrayBuffer per size and write every byte of
+ * it (the merge writes nearly every page of its datums). Measured in a child so that no memory this process
+ * already touched is reused.
+ */
+function firstTouchMs(sizes: number[]): number {
+  const script = `const sizes = JSON.parse(process.argv[1]); const keep = []; const t0 = performance.now();
+    for (const size of sizes) { const buffer = new ArrayBuffer(size); new Uint8Array(buffer).fill(1); keep.push(buffer); }
+    console.log(performance.now() - t0);`;
+  return Number(execFileSync(process.execPath, ['-e', script, JSON.stringify(sizes)], { encoding: 'utf8' }));
 }
 
 export function describeMerge(outcome: MergeOutcome): string {
@@ -175,7 +200,9 @@ export function describeMerge(outcome: MergeOutcome): string {
   return [
     `merge vs tinker-cookbook's trajectory_to_data (torch ${x.peer.torch}, numpy ${x.peer.numpy}): ${x.trajectories} trajectories → ${x.datums} datums, ${x.tokens} tokens; datums ${x.identical ? 'identical' : `DIFFER (${x.mismatches.join('; ')})`}`,
     `  peer ms per pass: ${x.peer.ms.join(' ')}; tagmask ms: ${x.tagmask.ms.join(' ')}`,
-    `  tagmask is ${x.cold}× faster on the cold first pass; warm paired rounds ${x.warm.median}× (${x.warm.min}–${x.warm.max}); goal ≥ 30×`,
+    `  tagmask is ${x.cold}× faster on the cold first pass; warm paired rounds ${x.warm.median}× (${x.warm.min}–${x.warm.max}); all rounds ${x.all.median}× (${x.all.min}–${x.all.max}); goal ≥ 30×`,
+    `  first touch of the datums' ${(x.freshMemory.bytes / 1e6).toFixed(1)} MB of new memory alone, in a fresh process: ${x.freshMemory.ms.join(' ')} ms ` +
+      `(median ${median(x.freshMemory.ms).toFixed(1)} ms against the cold pass's ${x.tagmask.ms[0]} ms: the first pass pays the page faults of its output)`,
   ].join('\n');
 }
 

@@ -548,17 +548,19 @@ async function main() {
   }
 
   // G: a cold first use against a warm one.
+  let cold: ReturnType<typeof coldBench> | undefined;
   if (config.cold) {
     log(`\ncold start: ${config.coldRounds} paired rounds per tokenizer …`);
-    const cold = coldBench({ rounds: config.coldRounds, workDir: config.workDir });
+    cold = coldBench({ rounds: config.coldRounds, workDir: config.workDir });
     log(describeCold(cold));
     results.cold = cold;
   }
 
   // H: detect on 1,000 rollouts against one mask of them (the CLI input of the first run, written in phase C).
+  let detect: ReturnType<typeof detectBench> | undefined;
   if (config.detect && config.cli) {
     log(`\ndetect: 1,000 rollouts of ${inputFile(runs[0])}, ${config.coldRounds} paired rounds …`);
-    const detect = detectBench({ input: inputFile(runs[0]), tokenizer: runs[0].target.tokenizer, rounds: config.coldRounds });
+    detect = detectBench({ input: inputFile(runs[0]), tokenizer: runs[0].target.tokenizer, rounds: config.coldRounds });
     log(describeDetect(detect));
     results.detect = detect;
   }
@@ -587,6 +589,27 @@ async function main() {
     const x = im(r);
     const c = cli.get(r);
     log(`  ${r.target.name}: maskBatch ${fmt(x.timings[1].mtoks)} Mtok/s = ${fmt(x.ratios.batchOverFloor, 3)} of the floor (${fmt(x.timings[0].mtoks)}; target ratio ${fmt(200 / FEASIBILITY_FLOOR, 3)}), ${fmt(x.ratios.batchOverNaive, 2)}× naive; mask() ${fmt(x.timings[3].mtoks)} Mtok/s${c ? `; CLI ${fmt(c.runs['tagmask mask (CLI)'].mtoks, 2)} Mtok/s = ${fmt(c.ratios.cliOverParseFloor, 3)} of the parse floor` : ''}`);
+  }
+
+  // Issue 21's goals, each as measured above: median and min–max of its paired rounds, against its target.
+  type Range = { median: number; min: number; max: number };
+  const goals: Array<{ goal: string; target: string; median: number; min: number; max: number; met: boolean }> = [];
+  const goal = (name: string, range: Range, target: number, atLeast: boolean) =>
+    goals.push({ goal: name, target: `${atLeast ? '≥' : '≤'} ${target}×`, median: range.median, min: range.min, max: range.max, met: atLeast ? range.median >= target : range.median <= target });
+  if (merge && 'identical' in merge) {
+    goal('1 merge: tinker ÷ tagmask, warm pairs', merge.warm, 30, true);
+    goal('1 merge: tinker ÷ tagmask, every pair', merge.all, 30, true);
+  }
+  for (const r of headline) if (cli.has(r)) goal(`2 CLI ÷ JSON floor, ${r.target.name}`, cli.get(r)!.overJsonFloor, 2, true);
+  if (messages) goal('3 messages ÷ ids', messages.ratio, 3, false);
+  if (parquet) { goal('4 Parquet read ÷ JSONL', parquet.read, 2, false); goal('4 Parquet write ÷ JSONL', parquet.write, 2, false); }
+  for (const x of cold ?? []) goal(`5 cold ÷ warm, ${x.tokenizer}`, x.ratio, 2, false);
+  if (detect) goal('6 detect ÷ mask, 1,000 rollouts', detect.ratio, 3, false);
+  results.goals = goals;
+  if (goals.length) {
+    log(`
+Issue 21 goals (median of paired rounds, min–max; met by the median):`);
+    log(table(['goal', 'target', 'median', 'min–max', 'met'], goals.map((x) => [x.goal, x.target, fmt(x.median, 2), `${fmt(x.min, 2)}–${fmt(x.max, 2)}`, x.met ? 'yes' : 'no'])));
   }
 
   (results.machine as Record<string, unknown>).loadavgAtEnd = loadavg();
