@@ -6,7 +6,7 @@
 import type { MaskResult } from './masker.ts';
 import type { Frame } from './conformance.ts';
 import { inputIsStream, JsonlWriter, OutputClosed, OutputError } from './io/jsonl.ts';
-import { readRecord, readRecordBatches, recordId, recordText, type InputRecord } from './io/records.ts';
+import { generalRecord, readRecord, readRecordBatches, recordId, recordText, type InputRecord } from './io/records.ts';
 import { ByteOut, MaskLines, type TextOut } from './io/mask-lines.ts';
 import { maskInParallel } from './jobs.ts';
 import { errorLine, idJson, idOf, idText, errorMessage, writable, writeMaskLine } from './io/lines.ts';
@@ -270,19 +270,21 @@ export async function runRollouts(pool: MaskerPool, options: RunOptions): Promis
   try {
     let bytes = 0;
     const context: RecordContext = { pool, sink, summary, options, mode, log, html, where, plainMask, only: options.only };
-    const each = (item: InputRecord) => handleRecord(context, item);
-    // Plain flat JSONL lines to plain JSONL masks: a chunk at a time straight from the bytes (io/mask-lines.ts);
-    // any line that path does not take comes back here.
-    const fast = plainMask && !html && options.only === undefined && fileFormat(input) === 'jsonl' && (options.format === undefined || options.format === 'flat')
+    // Plain flat JSONL lines (or Parquet rows, their ids read typed) to plain JSONL masks: a chunk at a time
+    // straight from the bytes or the column's ids (io/mask-lines.ts); any line that path does not take comes back
+    // here, as the general path reads it.
+    const format = fileFormat(input);
+    const fast = plainMask && !html && options.only === undefined && (format === 'jsonl' || format === 'parquet') && (options.format === undefined || options.format === 'flat')
       ? new MaskLines(pool, new ByteOut(), summary) : undefined;
+    const each = fast ? (item: InputRecord) => handleRecord(context, generalRecord(item)) : (item: InputRecord) => handleRecord(context, item);
     const drain = () => { if (fast!.out.used) sink.bytes!(fast!.out.take()); };
     const jobs = options.jobs ?? 1;
-    if (fast && jobs > 1 && pool.source) {
+    if (fast && format === 'jsonl' && jobs > 1 && pool.source) {
       const output: OutputOptions = { format: options.format };
       await maskInParallel({
         jobs,
-        setup: { ...pool.source, table: pool.tokenizer.table, options: pool.options, output, where },
-        batches: readRecordBatches(input),
+        setup: { ...pool.source, table: pool.tokenizer.table, options: pool.options, output, where, stats: !!process.env.TAGMASK_JOBS_STATS },
+        input,
         write: (data) => sink.bytes!(data),
         log,
         summary,
@@ -291,7 +293,7 @@ export async function runRollouts(pool: MaskerPool, options: RunOptions): Promis
         // For the bench (bench/jobs.ts): where a parallel run's time went, one line on stderr.
         stats: process.env.TAGMASK_JOBS_STATS ? (stats) => process.stderr.write(`TAGMASK_JOBS_STATS ${JSON.stringify(stats)}\n`) : undefined,
       });
-    } else for await (const batch of readRecordBatches(input)) {
+    } else for await (const batch of readRecordBatches(input, fast !== undefined)) {
       for (const item of batch) bytes += item.bytes ? item.bytes.length + 1 : 0;
       if (fast) {
         fast.run(batch, each, drain);

@@ -214,12 +214,23 @@ export class MaskLines {
     this.arena.reset(GROUP_IDS);
   }
 
-  /** Read a line into the pending run if it is a plain flat line without options; false leaves it to the caller. */
+  /**
+   * Read a line into the pending run if it is a plain flat line without options (or a Parquet row of that shape
+   * whose ids came typed: readRecordBatches' `typedIds`); false leaves it to the caller.
+   */
   private take(item: InputRecord): boolean {
-    if (item.bytes === undefined || item.error !== undefined) return false;
+    if (item.error !== undefined) return false;
     const { arena } = this;
     const before = arena.used;
-    const value = readTokens(item.bytes, arena);
+    let value: Record<string, unknown> | undefined;
+    if (item.bytes !== undefined) value = readTokens(item.bytes, arena);
+    else if (item.value?.tokens instanceof Uint32Array) {
+      const ids = item.value.tokens;
+      arena.reserve(ids.length);
+      arena.ids.set(ids, before);
+      arena.used = before + ids.length;
+      value = item.value;
+    }
     if (value === undefined) return false;
     try {
       if (detectShape(value).name !== 'flat') throw undefined;

@@ -17,6 +17,7 @@
  * rows fail, with the reason; the groups after it go on). Every codec pyarrow and Polars write is read:
  * SNAPPY, GZIP, BROTLI, ZSTD (Polars' default), LZ4 and LZ4_RAW.
  */
+import { open, stat } from 'node:fs/promises';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { InputError } from './jsonl.ts';
 import type { ColumnChunk, CompressionCodec, DecodedArray, FileMetaData, PageHeader, ParquetType, SchemaElement, SchemaTree } from 'hyparquet';
@@ -37,6 +38,8 @@ export const PAGE_BYTES = 1 << 28;
 export const CHUNK_BYTES = 2 ** 31 - 1;
 /** Rows handed out at a time. */
 const BATCH_ROWS = 1024;
+/** Pages up to this size (compressed and uncompressed together) share one snappy decompressor's memory. */
+const SNAPPY_KEPT_BYTES = 1 << 25;
 
 /** One row as read: a field per column (a null cell is a field the row does not have), or why it could not be read. */
 export interface ParquetRow { number: number; value?: Record<string, unknown>; error?: string }
@@ -64,9 +67,10 @@ let library: Promise<Library> | undefined;
 /** hyparquet and the decompressors, loaded when a Parquet file is met (they cost every CLI start ~50 ms otherwise). */
 function load(): Promise<Library> {
   library ??= (async () => {
-    const [main, column, datapage, plain, schema, extra, convert, assemble] = await Promise.all([
+    const [main, column, datapage, plain, schema, extra, convert, assemble, snappy] = await Promise.all([
       import('hyparquet'), import('hyparquet/src/column.js'), import('hyparquet/src/datapage.js'), import('hyparquet/src/plain.js'),
       import('hyparquet/src/schema.js'), import('hyparquet-compressors'), import('hyparquet/src/convert.js'), import('hyparquet/src/assemble.js'),
+      import('hysnappy'),
     ]);
     const bounded = (codec: string, decompress: (input: Uint8Array, length: number) => Uint8Array) => (input: Uint8Array, length: number) => {
       if (!(length >= 0 && length <= PAGE_BYTES)) throw new ParquetLimit(`a ${codec} page declares ${length} bytes uncompressed (at most ${PAGE_BYTES} are read)`);
@@ -74,10 +78,16 @@ function load(): Promise<Library> {
       if (length === 0) return new Uint8Array(0);
       return decompress(input, length);
     };
-    // gzip and brotli through node:zlib (native, and bounded by the page's declared size); ZSTD, LZ4 and SNAPPY
-    // from hyparquet-compressors (fzstd, its LZ4, hysnappy's WebAssembly snappy).
+    // SNAPPY through one instance of hysnappy's WebAssembly snappy, kept for the run: hyparquet-compressors'
+    // decompressSnappy (hysnappy's snappyUncompress) instantiates the module and grows fresh memory for every page,
+    // which cost 4-7x the decompression itself (pyarrow's 1 MB pages, measured on a 14 M-token file). A page past
+    // SNAPPY_KEPT_BYTES gets an instance of its own, so the kept one's memory stays small.
+    const kept = snappy.snappyUncompressor();
+    const decompressSnappy = (input: Uint8Array, length: number) => (input.length + length <= SNAPPY_KEPT_BYTES ? kept : snappy.snappyUncompressor())(input, length);
+    // gzip and brotli through node:zlib (native, and bounded by the page's declared size); ZSTD and LZ4 from
+    // hyparquet-compressors (fzstd, its LZ4).
     const compressors = {
-      SNAPPY: bounded('SNAPPY', extra.decompressSnappy),
+      SNAPPY: bounded('SNAPPY', decompressSnappy),
       GZIP: bounded('GZIP', (input, length) => gunzipSync(input, { maxOutputLength: Math.max(length, 1) })),
       BROTLI: bounded('BROTLI', (input, length) => brotliDecompressSync(input, { maxOutputLength: Math.max(length, 1) })),
       // fzstd is given no output buffer: handed one, it compares the buffer with 1 (==), which turns all of it into a string.
@@ -189,6 +199,8 @@ class ColumnCursor {
   private openNull = false;
   done = false;
   readonly booleans: boolean;
+  /** A page's levels, indices and values, decoded into the same memory page after page (fresh memory costs more than decoding). */
+  private readonly scratch = new Scratch();
 
   constructor(private readonly library: Library, readonly column: FastColumn, bytes: Uint8Array, codec: CompressionCodec) {
     this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -257,8 +269,8 @@ class ColumnCursor {
     const codec = this.decoder.codec;
     let page: Uint8Array;
     let at = 0;
-    const repetition = repeated ? levels(count) : EMPTY;
-    const definition = maxDefinition ? levels(count) : EMPTY;
+    const repetition = repeated ? this.scratch.levels(0, count) : EMPTY;
+    const definition = maxDefinition ? this.scratch.levels(1, count) : EMPTY;
     if (v2) {
       const repetitionBytes = v2.repetition_levels_byte_length;
       const definitionBytes = v2.definition_levels_byte_length;
@@ -278,10 +290,11 @@ class ColumnCursor {
     let values: ArrayLike<unknown>;
     if (dictionaryEncoded) {
       const width = page[at++];
-      const indices = new Uint32Array(present);
+      const indices = this.scratch.indices(present);
       if (width) readHybrid(page, at, page.length, width, present, indices);
+      else indices.fill(0);
       const dictionary = this.numericDictionary();
-      const out = new Float64Array(present);
+      const out = this.scratch.numbers(present);
       for (let i = 0; i < present; i++) out[i] = dictionary[indices[i]];
       if (this.dictionaryWide) {
         const mixed: unknown[] = Array.from(out);
@@ -395,6 +408,7 @@ class ColumnCursor {
       }
       return;
     }
+    if (direct && data instanceof Float64Array) { this.takeList(count, definition, repetition, data, everyValue); return; }
     const values = this.values;
     for (let i = 0; i < count; i++) {
       const def = everyValue ? maxDefinition : definition[i];
@@ -412,8 +426,76 @@ class ColumnCursor {
     }
   }
 
+  /**
+   * `take` for a list column whose values are plain numbers: the common page (ids, masks), one loop with the row's
+   * state in locals (through `this` per value it cost ~4x as much).
+   */
+  private takeList(count: number, definition: ArrayLike<number>, repetition: ArrayLike<number>, data: Float64Array, everyValue: boolean): void {
+    const { maxDefinition, listDefinition } = this.column;
+    const values = this.values;
+    let used = this.used;
+    let next = 0;
+    let openCount = this.openCount;
+    for (let i = 0; i < count; i++) {
+      const def = everyValue ? maxDefinition : definition[i];
+      if (repetition[i] === 0) {
+        if (this.open >= 0 || this.openNull) { this.used = used; this.openCount = openCount; this.closeRow(); used = this.used; openCount = 0; }
+        this.open = used;
+        // Below the list's own level: the list is null (an empty list is one level up from its elements).
+        if (def < listDefinition - 1) this.openNull = true;
+      }
+      if (def < listDefinition) continue;
+      if (def === maxDefinition && openCount < ROW_VALUES) { openCount++; values[used++] = data[next++]; continue; }
+      this.used = used;
+      this.openCount = openCount;
+      this.push(def === maxDefinition ? data[next++] : null); // a null element: NaN, which no id or mask check lets through
+      used = this.used;
+      openCount = this.openCount;
+    }
+    this.used = used;
+    this.openCount = openCount;
+  }
+
+  /** With `typedIds`: the taken rows' ids, and per row its range there (-1 where the row is left to `cell`). */
+  private ids?: Uint32Array;
+  private idStarts?: Int32Array;
+  private idEnds?: Int32Array;
+
+  /**
+   * Read the first `rows` rows' values as token ids into one Uint32Array (fresh: the rows' views into it go out
+   * with them), for `cell` to hand out as views. A row that is not a list of ids (a null cell, a row over the
+   * limit, a negative, fractional or null element, a value past MAX_TOKEN_ID or 2^53) is left to `cell`'s usual
+   * array, so that what it says about the row stays the same.
+   */
+  typedIds(rows: number): void {
+    const { values, starts, ends } = this;
+    let total = 0;
+    for (let row = 0; row < rows; row++) if (starts[row] >= 0) total += ends[row] - starts[row];
+    const ids = new Uint32Array(total);
+    const idStarts = new Int32Array(rows);
+    const idEnds = new Int32Array(rows);
+    let at = 0;
+    for (let row = 0; row < rows; row++) {
+      const start = starts[row];
+      idStarts[row] = -1;
+      if (start < 0) continue;
+      const end = ends[row];
+      const from = at;
+      let bad = false;
+      // `>>> 0` keeps exactly the integers 0..2^32-1 (MAX_TOKEN_ID): anything else comes out different.
+      for (let i = start; i < end; i++) { const value = values[i]; const id = value >>> 0; ids[at++] = id; if (id !== value) bad = true; }
+      if (bad) { at = from; continue; }
+      idStarts[row] = from;
+      idEnds[row] = at;
+    }
+    this.ids = ids;
+    this.idStarts = idStarts;
+    this.idEnds = idEnds;
+  }
+
   /** The cell of taken row `row` (0-based among those ready). */
   cell(row: number): unknown {
+    if (this.ids && this.idStarts![row] >= 0) return this.ids.subarray(this.idStarts![row], this.idEnds![row]);
     const start = this.starts[row];
     if (start === -1) return undefined;
     if (start === -2) throw new ParquetLimit(`column ${this.column.name} holds ${this.ends[row]} values in this row (at most ${ROW_VALUES} are read)`);
@@ -430,6 +512,7 @@ class ColumnCursor {
 
   /** Drop the first `rows` rows (handed out): their values go, the rest move to the front. */
   drop(rows: number): void {
+    this.ids = this.idStarts = this.idEnds = undefined;
     if (!rows) return;
     const keepFrom = rows < this.starts.length ? this.starts.slice(rows).find((start) => start >= 0) ?? (this.open >= 0 ? this.open : this.used) : (this.open >= 0 ? this.open : this.used);
     const shift = keepFrom;
@@ -443,8 +526,8 @@ class ColumnCursor {
     this.starts = this.starts.slice(rows).map((start) => (start >= 0 ? start - shift : start));
     this.ends = this.ends.slice(rows).map((end, i) => (this.starts[i] >= 0 ? end - shift : end));
     if (this.open >= 0) this.open -= shift;
-    // Give back memory a huge row took.
-    if (this.values.length > 1 << 20 && this.used < this.values.length / 4) this.values = this.values.slice(0, Math.max(1024, this.used * 2));
+    // Give back memory a huge row took (a few pages' worth is kept: allocating it again for every batch cost more than decoding).
+    if (this.values.length > 1 << 23 && this.used < this.values.length / 4) this.values = this.values.slice(0, Math.max(1024, this.used * 2));
   }
 }
 
@@ -512,11 +595,21 @@ class AssembledCursor {
 
 const describeRows = (first: number, count: number) => (count === 1 ? `row ${first}` : `rows ${first}–${first + count - 1}`);
 
+/** How rows are handed out. */
+export interface ParquetReadOptions {
+  /**
+   * A `tokens` list column of integers comes as a Uint32Array per row (a view into its batch's ids) instead of
+   * an array, where every value is a token id (else as an array, as without this): for the batched mask path
+   * (src/io/mask-lines.ts), which copies them into its own id buffer without an array per row.
+   */
+  typedIds?: boolean;
+}
+
 /**
  * Rows of a Parquet file as objects (a field per column; a null cell is a field the row does not have),
  * numbered from 1, in order; a row that cannot be read comes as `{ number, error }` and the rest go on.
  */
-export async function* readParquetRows(path: string): AsyncGenerator<ParquetRow> {
+export async function* readParquetRows(path: string, options: ParquetReadOptions = {}): AsyncGenerator<ParquetRow> {
   const library = await load();
   const { file, metadata } = await openParquet(library, path);
   const root = library.parquetSchema(metadata);
@@ -536,7 +629,7 @@ export async function* readParquetRows(path: string): AsyncGenerator<ParquetRow>
     try {
       if (!Number.isSafeInteger(declared) || declared < 0) throw new ParquetLimit(`num_rows is ${group.num_rows}`);
       if (stored !== declared) throw new ParquetLimit(`num_rows says ${declared} but its columns hold ${stored} rows`);
-      for await (const row of readGroup(library, file, group, number, root, fast)) { last = row.number; yield row; }
+      for await (const row of readGroup(library, file, group, number, root, fast, options)) { last = row.number; yield row; }
     } catch (error) {
       if (!(error instanceof GroupError) && !(error instanceof ParquetLimit) && !(error instanceof Error)) throw error;
       const at = error instanceof GroupError ? error.rowsDone : 0;
@@ -564,11 +657,39 @@ export async function parquetColumns(path: string): Promise<Array<{ name: string
   return out;
 }
 
+/** A file's bytes as hyparquet reads them: its length, and a range at a time. */
+interface FileBytes { byteLength: number; slice(start: number, end?: number): Promise<ArrayBuffer> }
+
+/**
+ * A file read a range at a time, each range in one read into one buffer (hyparquet's asyncBufferFromFile streams
+ * 64 KB chunks and concatenates them: a 14 MB column chunk cost ~160 ms that way).
+ */
+async function fileBytes(path: string): Promise<FileBytes> {
+  const { size } = await stat(path);
+  return {
+    byteLength: size,
+    async slice(start, end = size) {
+      const bytes = new Uint8Array(Math.max(0, end - start));
+      const handle = await open(path, 'r');
+      try {
+        for (let at = 0; at < bytes.length;) {
+          const { bytesRead } = await handle.read(bytes, at, bytes.length - at, start + at);
+          if (bytesRead === 0) throw new Error(`${path} ended at ${start + at} bytes, before ${end}`);
+          at += bytesRead;
+        }
+      } finally {
+        await handle.close();
+      }
+      return bytes.buffer;
+    },
+  };
+}
+
 /** The file and its footer; a file that cannot be opened, or is not Parquet, is a ParquetFileError naming it. */
 async function openParquet(library: Library, path: string) {
   let file;
   try {
-    file = await library.asyncBufferFromFile(path);
+    file = await fileBytes(path);
   } catch (error) {
     throw new ParquetFileError(`cannot read ${path}: ${(error as Error).message}`);
   }
@@ -603,7 +724,7 @@ function storedRows(columns: ColumnChunk[], root: SchemaTree): number | undefine
   return undefined;
 }
 
-async function* readGroup(library: Library, file: Awaited<ReturnType<Library['asyncBufferFromFile']>>, group: FileMetaData['row_groups'][number], number: number, root: SchemaTree, fast: Map<string, FastColumn>): AsyncGenerator<ParquetRow> {
+async function* readGroup(library: Library, file: FileBytes, group: FileMetaData['row_groups'][number], number: number, root: SchemaTree, fast: Map<string, FastColumn>, options: ParquetReadOptions): AsyncGenerator<ParquetRow> {
   const names = root.children.map((child) => child.element.name);
   const rows = Number(group.num_rows);
   let done = 0;
@@ -619,6 +740,7 @@ async function* readGroup(library: Library, file: Awaited<ReturnType<Library['as
       if (!(length >= 0 && length <= CHUNK_BYTES) || !(start >= 0) || start + length > file.byteLength) throw new ParquetLimit(`column ${column.name}: its column chunk (${length} bytes at ${start}) is not inside the file`);
       cursors.push(new ColumnCursor(library, column, new Uint8Array(await file.slice(start, start + length)), meta.codec));
     }
+    const typedIds = options.typedIds ? cursors.find(({ column }) => column.name === 'tokens' && column.repeated && (column.leaf.type === 'INT32' || column.leaf.type === 'INT64')) : undefined;
     // Other columns: a cursor per leaf column chunk, assembled into the top-level column a batch of rows at a time.
     const assembled: Array<{ name: string; tree: SchemaTree; cursors: AssembledCursor[] }> = [];
     for (const tree of root.children) {
@@ -656,6 +778,7 @@ async function* readGroup(library: Library, file: Awaited<ReturnType<Library['as
         throw new ParquetLimit(`num_rows says ${rows} but column ${short.name} ends after ${done} rows`);
       }
       const take = Math.min(ready, want);
+      if (typedIds) typedIds.typedIds(take);
       for (const { name, tree, cursors: leaves } of assembled) {
         if (!tree.children.length) { others.set(name, leaves[0].take(take)); continue; }
         const parts = new Map<string, DecodedArray>(leaves.map((leaf) => [leaf.path, leaf.take(take)]));
@@ -715,7 +838,28 @@ function treePath(root: SchemaTree, names: string[]): SchemaTree[] | undefined {
 }
 
 const EMPTY = new Uint8Array(0);
-const levels = (count: number) => new Uint8Array(count);
+
+/** Growable arrays reused from page to page; each view is valid until the same kind is asked for again. */
+class Scratch {
+  private level = [new Uint8Array(1024), new Uint8Array(1024)];
+  private index = new Uint32Array(1024);
+  private number = new Float64Array(1024);
+
+  levels(which: 0 | 1, count: number): Uint8Array {
+    if (this.level[which].length < count) this.level[which] = new Uint8Array(count * 1.25);
+    return this.level[which].subarray(0, count);
+  }
+
+  indices(count: number): Uint32Array {
+    if (this.index.length < count) this.index = new Uint32Array(count * 1.25);
+    return this.index.subarray(0, count);
+  }
+
+  numbers(count: number): Float64Array {
+    if (this.number.length < count) this.number = new Float64Array(count * 1.25);
+    return this.number.subarray(0, count);
+  }
+}
 const bitWidth = (value: number) => 32 - Math.clz32(value);
 
 /**

@@ -21,16 +21,26 @@ export interface InputRecord {
 
 const RECORD_BATCH = 256;
 
-/** Records of any input tagmask reads, a batch at a time (each batch's line bytes valid until the next is asked for). */
-export async function* readRecordBatches(input: string): AsyncGenerator<InputRecord[]> {
+/**
+ * Records of any input tagmask reads, a batch at a time (each batch's line bytes valid until the next is asked for).
+ * `typedIds`: a Parquet row's `tokens` of ids comes as a Uint32Array (see ParquetReadOptions; `generalRecord` undoes it).
+ */
+export async function* readRecordBatches(input: string, typedIds = false): AsyncGenerator<InputRecord[]> {
   const format = fileFormat(input);
   if (format === 'jsonl') { yield* readJsonlBatches(input); return; }
   let batch: InputRecord[] = [];
-  for await (const record of format === 'parquet' ? readParquetRows(input) : readJsonlGz(input)) {
+  for await (const record of format === 'parquet' ? readParquetRows(input, { typedIds }) : readJsonlGz(input)) {
     batch.push(record);
     if (batch.length >= RECORD_BATCH) { yield batch; batch = []; }
   }
   if (batch.length) yield batch;
+}
+
+/** The record as every reader but the batched mask path takes it: a Parquet row's typed `tokens` as the array it stands for. */
+export function generalRecord(record: InputRecord): InputRecord {
+  const tokens = record.value?.tokens;
+  if (tokens instanceof Uint32Array) record.value!.tokens = Array.from(tokens);
+  return record;
 }
 
 export const recordText = (record: InputRecord) => (record.bytes ? record.bytes.toString('utf8') : JSON.stringify(record.value ?? null));

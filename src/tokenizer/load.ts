@@ -343,10 +343,14 @@ export function onTableBuild(log: ((line: string, progress: boolean) => void) | 
 export async function loadTokenizer(spec: string, from?: string): Promise<LoadedTokenizer> {
   const path = resolveTokenizerPath(spec, from);
   const cacheDir = cacheDirectory();
-  // The cache is bound to the files' content: its name is the digest of tokenizer.json and tokenizer_config.json.
-  // Read once: a cold start parses the same bytes it hashed.
-  let bytes: Buffer | undefined = cacheDir ? readFileSync(path) : undefined;
-  const source = cacheDir ? sourceDigest(path, bytes) : '';
+  // The cache is bound to the files' content: its name is the digest of tokenizer.json and tokenizer_config.json,
+  // remembered for files that stat shows unchanged since they were hashed (the files are then not read at all).
+  // Else read once: a cold start parses the same bytes it hashed.
+  const stats = cacheDir ? sourceStats(path) : undefined;
+  const digestFile = cacheDir && join(cacheDir, `digest-${createHash('sha256').update(path).digest('hex').slice(0, 32)}.json`);
+  const remembered = stats && digestFile ? rememberedDigest(digestFile, path, stats) : undefined;
+  let bytes: Buffer | undefined = cacheDir && !remembered ? readFileSync(path) : undefined;
+  const source = remembered ?? (cacheDir ? sourceDigest(path, bytes) : '');
   const cacheFile = cacheDir && join(cacheDir, `${source.slice(0, 40)}.bin`);
 
   let parsed: TokenizerJson | undefined;
@@ -383,6 +387,7 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
     if (cacheFile) writeCachedTable(cacheFile, table, source);
     say?.(`${path}: byte table of ${table.size} ids built in ${((Date.now() - started) / 1000).toFixed(1)} s`, false);
   }
+  if (stats && digestFile && !remembered) rememberDigest(digestFile, path, stats, source);
   return loaded(path, table, parse);
 }
 
@@ -479,6 +484,61 @@ function sourceDigest(path: string, bytes: Buffer = readFileSync(path)): string 
   hash.update(existsSync(config) ? Buffer.concat([Buffer.from([0]), readFileSync(config)]) : '-');
   if (isTiktokenPath(path)) hash.update(existsSync(join(dirname(path), 'tokenization_kimi.py')) ? 'kimi-code' : '-');
   return hash.digest('hex');
+}
+
+/** A file changed this recently may change again within its timestamps' granularity unseen: its digest is not remembered. */
+const SETTLED_NS = 2_000_000_000n;
+const DIGEST_FORMAT = 'tagmask-digest-1';
+
+/**
+ * What stat says of the files sourceDigest reads (device, inode, size, modification and change times in ns), or
+ * undefined while one of them changed too recently to be trusted (the digest is then computed every time). The
+ * change time is set by the kernel on every write and cannot be set back by a user (utimes sets it to now), so
+ * files whose stat is unchanged hold the bytes that were hashed: git's index trusts the same fields.
+ */
+function sourceStats(path: string): string | undefined {
+  const folder = dirname(path);
+  const files = [path, join(folder, 'tokenizer_config.json'), ...(isTiktokenPath(path) ? [join(folder, 'tokenization_kimi.py')] : [])];
+  const now = BigInt(Date.now()) * 1_000_000n;
+  const parts: string[] = [];
+  for (const file of files) {
+    const stat = statSync(file, { bigint: true, throwIfNoEntry: false });
+    if (!stat) { parts.push('-'); continue; }
+    if (now - stat.mtimeNs < SETTLED_NS || now - stat.ctimeNs < SETTLED_NS) return undefined;
+    parts.push(`${stat.dev}:${stat.ino}:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}`);
+  }
+  return parts.join(' ');
+}
+
+/** The digest remembered for `path` when its files' stat is still `stats`; else undefined. Trusted as the cache is. */
+function rememberedDigest(file: string, path: string, stats: string): string | undefined {
+  try {
+    const stat = lstatSync(file, { throwIfNoEntry: false });
+    if (!stat || !stat.isFile() || (process.getuid && stat.uid !== process.getuid()) || (stat.mode & 0o022) !== 0 || stat.size > 1 << 16) return undefined;
+    const memo = JSON.parse(readFileSync(file, 'utf8')) as { format?: unknown; path?: unknown; stats?: unknown; source?: unknown };
+    if (memo.format !== DIGEST_FORMAT || memo.path !== path || memo.stats !== stats || typeof memo.source !== 'string' || !/^[0-9a-f]{64}$/.test(memo.source)) return undefined;
+    return memo.source;
+  } catch {
+    return undefined;
+  }
+}
+
+function rememberDigest(file: string, path: string, stats: string, source: string): void {
+  try {
+    mkdirSync(dirname(file), { recursive: true });
+    const existing = lstatSync(file, { throwIfNoEntry: false });
+    if (existing && !existing.isFile()) return;
+    const writer = new JsonlWriter(file, { flag: 'cache', gzip: false, mode: 0o644 });
+    try {
+      writer.write(`${JSON.stringify({ format: DIGEST_FORMAT, path, stats, source })}\n`);
+      writer.close();
+    } catch (error) {
+      writer.abort();
+      throw error;
+    }
+  } catch {
+    // As for the table: the cache only saves time.
+  }
 }
 
 const payloadDigest = (parts: Uint8Array[]) => parts.reduce((hash, part) => hash.update(part), createHash('sha256')).digest('hex');

@@ -210,3 +210,68 @@ describe.concurrent('hostile Parquet files: located errors, the other rows go on
     expect(missing.stderr).toMatch(/cannot read .*missing\.parquet/);
   });
 });
+
+/**
+ * Plain Parquet rows (`tokens` a list of ids, `prompt_length`, nothing else per row) are masked in batches from the
+ * column's ids (src/io/mask-lines.ts); every other row goes the general way in between. The same rows as JSON lines
+ * give the masks the samples were built with and the same located errors: across row groups, pages and batches.
+ */
+describe('Parquet rows masked in batches, with the rows the batch cannot take in between (issue 21 goal 4)', { timeout: 120_000 }, () => {
+  it('every row as its JSON line would be: the constructed masks, each bad row its own error, in input order', async (context) => {
+    if (!needPython(context)) return;
+    const samples = rollouts.map((line) => JSON.parse(line) as { id: string; tokens: number[]; mask: number[]; prompt_length?: number; options?: Record<string, number> });
+    const rows: Array<Record<string, unknown>> = [];
+    const expected: Array<{ mask: number[] } | { error: RegExp }> = [];
+    // ~2,600 rows: past the reader's batches (1,024 rows) and several row groups, bad rows sprinkled in.
+    for (let pass = 0; rows.length < 2600; pass++) {
+      samples.forEach((sample, k) => {
+        rows.push({ id: `${sample.id}/${pass}`, tokens: sample.tokens, prompt_length: sample.prompt_length, options: sample.options });
+        expected.push({ mask: sample.mask });
+        const bad = (pass * 23 + k) % 41;
+        const tokens = sample.tokens.slice(0, 40);
+        if (bad === 0) {
+          rows.push({ id: `oov-${pass}`, tokens: [...tokens.slice(0, 9), 999999, ...tokens.slice(9)] });
+          expected.push({ error: /token 9: id 999999 is not in the tokenizer's vocabulary/ });
+        } else if (bad === 1) {
+          rows.push({ id: `negative-${pass}`, tokens: [...tokens.slice(0, 3), -5] });
+          expected.push({ error: /tokens\[3\]: expected a token id .* got -5/ });
+        } else if (bad === 2) {
+          rows.push({ id: `null-element-${pass}`, tokens: [...tokens.slice(0, 4), null, ...tokens.slice(4)] });
+          expected.push({ error: /tokens\[4\]: expected a token id/ });
+        } else if (bad === 3) {
+          rows.push({ id: `no-tokens-${pass}`, prompt_length: 3 });
+          expected.push({ error: /tokens/ });
+        } else if (bad === 4) {
+          rows.push({ id: `long-${pass}`, tokens, prompt_length: tokens.length + 1 });
+          expected.push({ error: /prompt_length \d+ is longer than the rollout/ });
+        }
+      });
+    }
+    const json = file('batched.json', JSON.stringify(rows));
+    const parquet = join(dir, `${++counter}-batched.parquet`);
+    python(`
+import json, sys, pyarrow as pa, pyarrow.parquet as pq
+rows = json.load(open(sys.argv[1]))
+schema = pa.schema([('id', pa.string()), ('tokens', pa.list_(pa.int64())), ('prompt_length', pa.int64()), ('options', pa.struct([('max_obs_tokens', pa.int64())]))])
+pq.write_table(pa.Table.from_pylist(rows, schema=schema), sys.argv[2], row_group_size=700, data_page_size=1 << 16)
+`, json, parquet);
+    // The same rows as JSON lines: a null cell is a key the line does not have, as the Parquet reader gives it.
+    const jsonl = file('batched.jsonl', rows.map((row) => JSON.stringify(Object.fromEntries(Object.entries(row).filter(([, value]) => value !== undefined && value !== null)))).join('\n') + '\n');
+    const fromParquet = await tagmask([...MASK, parquet]);
+    const fromJsonl = await tagmask([...MASK, jsonl]);
+    expect(fromParquet.code).toBe(1);
+    expect(fromParquet.stdout).toBe(fromJsonl.stdout);
+    expect(fromParquet.stderr.replaceAll(parquet, 'IN')).toBe(fromJsonl.stderr.replaceAll(jsonl, 'IN'));
+    const out = jsonLines(fromParquet.stdout);
+    expect(out).toHaveLength(expected.length);
+    out.forEach((line, i) => {
+      const want = expected[i];
+      expect(line.id ?? null).toBe(rows[i].id);
+      if ('mask' in want) expect(line.mask).toEqual(want.mask);
+      else {
+        expect(line).toMatchObject({ line: i + 1 });
+        expect(line.error).toMatch(want.error);
+      }
+    });
+  });
+});

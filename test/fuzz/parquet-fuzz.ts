@@ -110,4 +110,15 @@ export async function checkParquetBytes(bytes: Uint8Array, expected?: Array<Reco
     const text = JSON.stringify(rows);
     if (text !== JSON.stringify(expected)) throw new Error(`read back ${text.slice(0, 200)} where the writer was given ${JSON.stringify(expected).slice(0, 200)}`);
   }
+  // Read again with typed ids (the batched mask path's reading): the same rows, errors and values, where a row's
+  // tokens come as a Uint32Array only if every value is a token id.
+  const again: string[] = [];
+  for await (const row of readParquetRows(path, { typedIds: true })) {
+    const tokens = row.value?.tokens;
+    if (tokens instanceof Uint32Array) row.value!.tokens = Array.from(tokens);
+    again.push(JSON.stringify(row, (_key, value: unknown) => (typeof value === 'bigint' ? `${value}n` : value)));
+  }
+  const once: string[] = [];
+  for await (const row of readParquetRows(path)) once.push(JSON.stringify(row, (_key, value: unknown) => (typeof value === 'bigint' ? `${value}n` : value)));
+  if (again.join('\n') !== once.join('\n')) throw new Error(`typed ids read differently: ${again.find((row, i) => row !== once[i])?.slice(0, 200)}`);
 }
