@@ -283,8 +283,8 @@ export async function runRollouts(pool: MaskerPool, options: RunOptions): Promis
       const output: OutputOptions = { format: options.format };
       await maskInParallel({
         jobs,
-        setup: { ...pool.source, table: pool.tokenizer.table, options: pool.options, output, where },
-        batches: readRecordBatches(input),
+        setup: { ...pool.source, table: pool.tokenizer.table, options: pool.options, output, where, stats: !!process.env.TAGMASK_JOBS_STATS },
+        input,
         write: (data) => sink.bytes!(data),
         log,
         summary,

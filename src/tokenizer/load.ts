@@ -24,6 +24,7 @@ import type { Template } from '@huggingface/jinja';
 import { PACKAGE_ROOT } from '../paths.ts';
 import { JsonlWriter } from '../io/jsonl.ts';
 import { buildByteTable, byteTableFromVocabBytes, type ByteTable, type PieceEncoding, type TokenizerJson } from './table.ts';
+import { encoderFor, type ByteLevelEncoder } from './encoder.ts';
 import { isTiktokenPath, TIKTOKEN_FILE, tiktokenTokenizerJson } from './tiktoken.ts';
 
 export interface EncodeOptions {
@@ -245,6 +246,7 @@ const TEMPLATE_SOURCE = Symbol('chat template from files');
 // run that only masks never loads it.
 const require = createRequire(import.meta.url);
 let tokenizersModule: typeof import('@huggingface/tokenizers') | undefined;
+const tokenizersModuleLoaded = () => (tokenizersModule ??= require('@huggingface/tokenizers') as typeof import('@huggingface/tokenizers'));
 let jinjaModule: typeof import('@huggingface/jinja') | undefined;
 
 /** The special-token variables templates read (bos_token, eos_token…), as strings: configs give a string or an AddedToken. */
@@ -258,20 +260,25 @@ function tokenString(value: unknown): string | undefined {
 
 /** encode/decode/applyChatTemplate over @huggingface/tokenizers and @huggingface/jinja. */
 class Engine {
-  private readonly tokenizer: Tokenizer;
+  private built?: Tokenizer;
   private readonly templates = new Map<string, Template>();
   private readonly variables: Record<string, string> = {};
 
-  constructor(json: TokenizerJson, private readonly config: Record<string, unknown>, private readonly path: string) {
-    tokenizersModule ??= require('@huggingface/tokenizers') as typeof import('@huggingface/tokenizers');
-    try {
-      this.tokenizer = new tokenizersModule.Tokenizer(json, config);
-    } catch (error) {
-      throw new Error(`${path}: cannot build this tokenizer (${(error as Error).message})`);
-    }
+  constructor(private readonly parse: () => TokenizerJson, private readonly config: Record<string, unknown>, private readonly path: string) {
     for (const name of TEMPLATE_TOKENS) {
       const value = tokenString(config[name]);
       if (value !== undefined) this.variables[name] = value;
+    }
+  }
+
+  /** Built on first use: rendering a chat template needs only the config, and encoding goes through encoder.ts where it can. */
+  private get tokenizer(): Tokenizer {
+    if (this.built) return this.built;
+    const tokenizers = tokenizersModuleLoaded();
+    try {
+      return (this.built = new tokenizers.Tokenizer(this.parse(), this.config));
+    } catch (error) {
+      throw new Error(`${this.path}: cannot build this tokenizer (${(error as Error).message})`);
     }
   }
 
@@ -344,10 +351,14 @@ export function onTableBuild(log: ((line: string, progress: boolean) => void) | 
 export async function loadTokenizer(spec: string, from?: string): Promise<LoadedTokenizer> {
   const path = resolveTokenizerPath(spec, from);
   const cacheDir = cacheDirectory();
-  // The cache is bound to the files' content: its name is the digest of tokenizer.json and tokenizer_config.json.
-  // Read once: a cold start parses the same bytes it hashed.
-  let bytes: Buffer | undefined = cacheDir ? readFileSync(path) : undefined;
-  const source = cacheDir ? sourceDigest(path, bytes) : '';
+  // The cache is bound to the files' content: its name is the digest of tokenizer.json and tokenizer_config.json,
+  // remembered for files that stat shows unchanged since they were hashed (the files are then not read at all).
+  // Else read once: a cold start parses the same bytes it hashed.
+  const stats = cacheDir ? sourceStats(path) : undefined;
+  const digestFile = cacheDir && join(cacheDir, `digest-${createHash('sha256').update(path).digest('hex').slice(0, 32)}.json`);
+  const remembered = stats && digestFile ? rememberedDigest(digestFile, path, stats) : undefined;
+  let bytes: Buffer | undefined = cacheDir && !remembered ? readFileSync(path) : undefined;
+  const source = remembered ?? (cacheDir ? sourceDigest(path, bytes) : '');
   const cacheFile = cacheDir && join(cacheDir, `${source.slice(0, 40)}.bin`);
 
   let parsed: TokenizerJson | undefined;
@@ -388,7 +399,8 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
     if (cacheFile) writeCachedTable(cacheFile, table, source);
     say?.(`${path}: byte table of ${table.size} ids built in ${((Date.now() - started) / 1000).toFixed(1)} s`, false);
   }
-  return loaded(path, table, parse);
+  if (stats && digestFile && !remembered) rememberDigest(digestFile, path, stats, source);
+  return loaded(path, table, parse, cacheDir ? source : undefined);
 }
 
 const MERGES_KEY = Buffer.from('"merges"');
@@ -496,18 +508,37 @@ export function tokenizerFromTable(path: string, table: ByteTable): LoadedTokeni
   });
 }
 
-function loaded(path: string, table: ByteTable, parse: () => TokenizerJson): LoadedTokenizer {
+function loaded(path: string, table: ByteTable, parse: () => TokenizerJson, source?: string): LoadedTokenizer {
+  let config: Record<string, unknown> | undefined;
+  const configOf = () => (config ??= readConfig(path));
   let built: Engine | undefined;
-  const engine = () => (built ??= new Engine(parse(), readConfig(path), path));
+  const engine = () => (built ??= new Engine(parse, configOf(), path));
+  // Byte-level BPE encodes through encoder.ts (same ids, without building the engine's model); others through the engine.
+  let fast: ByteLevelEncoder | null | undefined;
+  const encoder = (): ByteLevelEncoder | null => {
+    if (fast !== undefined) return fast;
+    const cacheDir = cacheDirectory();
+    const digest = cacheDir ? (source ?? sourceDigest(path)) : '';
+    return (fast = encoderFor({
+      cacheFile: cacheDir && join(cacheDir, `${digest.slice(0, 40)}.bpe.bin`),
+      source: digest,
+      parse: () => parse() as unknown as Record<string, unknown>,
+      config: configOf,
+      tokenizers: tokenizersModuleLoaded,
+    }) ?? null);
+  };
   let reference: Promise<TransformersTokenizer> | undefined;
   return {
     path,
     table,
-    encode: (text, options) => engine().encode(text, options),
+    encode: (text, options) => (options?.addSpecialTokens ? engine().encode(text, options) : (encoder() ?? engine()).encode(text)),
     decode: (ids, options) => engine().decode(ids, options),
-    applyChatTemplate: (messages, options) => engine().applyChatTemplate(messages, options),
+    applyChatTemplate: (messages, options) => {
+      const text = engine().renderChatTemplate(messages, options);
+      return { text, ids: (encoder() ?? engine()).encode(text) };
+    },
     renderChatTemplate: (messages, options) => engine().renderChatTemplate(messages, options),
-    transformers: () => (reference ??= buildTransformersTokenizer(parse(), readConfig(path), path)),
+    transformers: () => (reference ??= buildTransformersTokenizer(parse(), configOf(), path)),
   };
 }
 
@@ -536,6 +567,61 @@ function sourceDigest(path: string, bytes: Buffer = readFileSync(path)): string 
   hash.update(existsSync(config) ? Buffer.concat([Buffer.from([0]), readFileSync(config)]) : '-');
   if (isTiktokenPath(path)) hash.update(existsSync(join(dirname(path), 'tokenization_kimi.py')) ? 'kimi-code' : '-');
   return hash.digest('hex');
+}
+
+/** A file changed this recently may change again within its timestamps' granularity unseen: its digest is not remembered. */
+const SETTLED_NS = 2_000_000_000n;
+const DIGEST_FORMAT = 'tagmask-digest-1';
+
+/**
+ * What stat says of the files sourceDigest reads (device, inode, size, modification and change times in ns), or
+ * undefined while one of them changed too recently to be trusted (the digest is then computed every time). The
+ * change time is set by the kernel on every write and cannot be set back by a user (utimes sets it to now), so
+ * files whose stat is unchanged hold the bytes that were hashed: git's index trusts the same fields.
+ */
+function sourceStats(path: string): string | undefined {
+  const folder = dirname(path);
+  const files = [path, join(folder, 'tokenizer_config.json'), ...(isTiktokenPath(path) ? [join(folder, 'tokenization_kimi.py')] : [])];
+  const now = BigInt(Date.now()) * 1_000_000n;
+  const parts: string[] = [];
+  for (const file of files) {
+    const stat = statSync(file, { bigint: true, throwIfNoEntry: false });
+    if (!stat) { parts.push('-'); continue; }
+    if (now - stat.mtimeNs < SETTLED_NS || now - stat.ctimeNs < SETTLED_NS) return undefined;
+    parts.push(`${stat.dev}:${stat.ino}:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}`);
+  }
+  return parts.join(' ');
+}
+
+/** The digest remembered for `path` when its files' stat is still `stats`; else undefined. Trusted as the cache is. */
+function rememberedDigest(file: string, path: string, stats: string): string | undefined {
+  try {
+    const stat = lstatSync(file, { throwIfNoEntry: false });
+    if (!stat || !stat.isFile() || (process.getuid && stat.uid !== process.getuid()) || (stat.mode & 0o022) !== 0 || stat.size > 1 << 16) return undefined;
+    const memo = JSON.parse(readFileSync(file, 'utf8')) as { format?: unknown; path?: unknown; stats?: unknown; source?: unknown };
+    if (memo.format !== DIGEST_FORMAT || memo.path !== path || memo.stats !== stats || typeof memo.source !== 'string' || !/^[0-9a-f]{64}$/.test(memo.source)) return undefined;
+    return memo.source;
+  } catch {
+    return undefined;
+  }
+}
+
+function rememberDigest(file: string, path: string, stats: string, source: string): void {
+  try {
+    mkdirSync(dirname(file), { recursive: true });
+    const existing = lstatSync(file, { throwIfNoEntry: false });
+    if (existing && !existing.isFile()) return;
+    const writer = new JsonlWriter(file, { flag: 'cache', gzip: false, mode: 0o644 });
+    try {
+      writer.write(`${JSON.stringify({ format: DIGEST_FORMAT, path, stats, source })}\n`);
+      writer.close();
+    } catch (error) {
+      writer.abort();
+      throw error;
+    }
+  } catch {
+    // As for the table: the cache only saves time.
+  }
 }
 
 const payloadDigest = (parts: Uint8Array[]) => parts.reduce((hash, part) => hash.update(part), createHash('sha256')).digest('hex');

