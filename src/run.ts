@@ -284,7 +284,8 @@ export async function runRollouts(pool: MaskerPool, options: RunOptions): Promis
       await maskInParallel({
         jobs,
         setup: { ...pool.source, table: pool.tokenizer.table, options: pool.options, output, where },
-        batches: readRecordBatches(input),
+        // A chunk is one read: jobs.ts sizes its chunk buffers for 8 MiB reads.
+        batches: readRecordBatches(input, false, 1 << 23),
         write: (data) => sink.bytes!(data),
         log,
         summary,
