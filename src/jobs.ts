@@ -1,11 +1,14 @@
 /**
  * `tagmask mask --jobs N`: chunks of JSONL lines masked on N worker threads (src/mask-worker.ts), the output
- * written in input order, the same bytes as one thread writes. The main thread only reads, hands out and writes.
- * A chunk is one read's lines (8 MiB, or one longer line); chunk k goes to worker k mod N, and at most two
- * chunks per worker are in flight, so memory stays bounded whatever the input's length.
+ * written in input order, the same bytes as one thread writes. The main thread reads each chunk straight into
+ * a buffer that it hands (transfers) to a worker without copying its lines (src/io/chunks.ts), and writes each
+ * chunk's output, a buffer the worker hands back, as soon as every chunk before it is written. A chunk is one
+ * read's whole lines (2 MiB, or one longer line); it goes to the worker with the fewest in flight, and at most
+ * two chunks per worker are in flight, so memory stays bounded whatever the input's length.
  */
+import { readFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import type { InputRecord } from './io/records.ts';
+import { ChunkBuffers, readLineChunks, type LineChunk } from './io/chunks.ts';
 import type { OptionValues } from './scan/bind.ts';
 import type { OutputOptions } from './io/mask-forms.ts';
 import type { Progress, RunSummary } from './summary.ts';
@@ -21,52 +24,58 @@ export interface WorkerSetup {
   output: OutputOptions;
   /** The input as messages name it. */
   where: string;
+  /** Measure each chunk's thread CPU time (for the bench). */
+  stats?: boolean;
 }
 
-/** One chunk of lines for a worker: their bytes back to back, line k at `bytes[offsets[k] .. offsets[k + 1]]`. */
-export interface Chunk {
-  seq: number;
-  bytes: Uint8Array<ArrayBuffer>;
-  numbers: Int32Array;
-  offsets: Int32Array;
-  /** Lines that could not be read at all (too long), by index: their error. */
-  errors?: Record<number, string>;
-}
+/** A chunk for a worker: its place in the output and its lines. */
+export interface ChunkJob { seq: number; chunk: LineChunk }
 
 /** A worker's answer: a chunk's output, its log lines and counts; or why it failed (seq -1: the worker's start). */
 export interface ChunkDone {
   seq: number;
   out?: Uint8Array<ArrayBuffer>;
-  /** The chunk's input buffer, handed back for the next chunk. */
+  /** The chunk's input buffer, handed back to be read into again. */
   input?: ArrayBuffer;
   logs?: string[];
   summary?: RunSummary;
-  /** Wall ms the worker spent on the chunk. */
+  /** Wall ms the worker spent on the chunk (or on its start, for seq -1). */
   busyMs?: number;
+  /** The worker thread's CPU ms on the chunk (or on its start), where the system tells it. */
+  cpuMs?: number;
   error?: string;
 }
 
-/** Where a parallel run's time went (for the bench: per-worker throughput and the main thread's serial part). */
+/** Where a parallel run's time went (for the bench: what a worker and the main thread cost per token). */
 export interface JobsStats {
   jobs: number;
   tokens: number;
-  /** Sum over chunks of the worker's wall time on it. */
+  /** Sums over chunks of the worker's wall and thread CPU time on it. */
   workerBusyMs: number;
-  /** The main thread's time packing chunks and writing their output. */
-  mainBusyMs: number;
-  /** From the first chunk handed out to the last written. */
+  workerCpuMs?: number;
+  /** Sum over workers of the thread CPU time of their start (grammar, tables), before the first chunk. */
+  workerStartCpuMs?: number;
+  /** The main thread's CPU time from the first read to the last write (reading, handing out, writing in order). */
+  mainCpuMs?: number;
+  /** The main thread's CPU time since it started (its start, the grammar and tables, and the above). */
+  mainThreadCpuMs?: number;
+  /** From the first read to the last chunk written. */
   wallMs: number;
 }
 
 /** Chunks in flight per worker: one being masked, one waiting, so a worker never waits for the reader. */
 const IN_FLIGHT_PER_WORKER = 2;
-/** The smallest chunk buffer: a read's worth (src/io/jsonl.ts reads 8 MiB). */
-const CHUNK_BUFFER = (1 << 23) + (1 << 16);
+/**
+ * A chunk's buffer: 2 MiB (~0.5 M tokens of ids, ~20 ms of a worker's time), small enough that the buffers in
+ * flight (2 per worker) cost little fresh memory, large enough that a hand-off's cost is noise.
+ */
+const CHUNK_BYTES = 1 << 21;
 
 export interface ParallelRun {
   jobs: number;
   setup: WorkerSetup;
-  batches: AsyncIterable<InputRecord[]>;
+  /** A JSONL file, or `-` for stdin. */
+  input: string;
   /** A chunk's output lines, in input order. */
   write(bytes: Uint8Array): void;
   log(line: string): void;
@@ -77,105 +86,108 @@ export interface ParallelRun {
   stats?(stats: JobsStats): void;
 }
 
-/** Mask every batch on `jobs` worker threads; resolves once all is written, rejects (and stops the workers) on a failure. */
+/** This thread's CPU time so far, in ms (Linux: /proc/thread-self/schedstat, ns on the CPU); undefined elsewhere. */
+export function threadCpuMs(): number | undefined {
+  try {
+    return Number(readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ')[0]) / 1e6;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Mask every line on `jobs` worker threads; resolves once all is written, rejects (and stops the workers) on a failure. */
 export async function maskInParallel(run: ParallelRun): Promise<void> {
   const url = new URL(import.meta.url.endsWith('.ts') ? './mask-worker.ts' : './mask-worker.js', import.meta.url);
-  const waiting = new Map<number, { resolve(done: ChunkDone): void; reject(error: Error): void }>();
+  const buffers = new ChunkBuffers(CHUNK_BYTES);
   let failure: Error | undefined;
-  const fail = (error: Error) => {
-    failure ??= error;
-    for (const { reject } of waiting.values()) reject(failure);
-    waiting.clear();
-  };
+  /** The main loop's wait for a free slot (or the last chunk written, or a failure). */
+  let wake: (() => void) | undefined;
+  const rouse = () => { const resolve = wake; wake = undefined; resolve?.(); };
+  const fail = (error: Error) => { failure ??= error; rouse(); };
+  const sleep = () => new Promise<void>((resolve) => { wake = resolve; });
   let stopping = false;
-  // Buffers go back and forth instead of being allocated per chunk: first-touched memory is slow on some
-  // machines (a page fault per 4 KiB; measured here at ~1 s of CPU for 90 MB of input).
-  const freeInputs: ArrayBuffer[] = [];
-  const workers = Array.from({ length: run.jobs }, () => {
-    const worker = new Worker(url, { workerData: { tagmaskMaskWorker: run.setup } });
-    worker.on('message', (done: ChunkDone) => {
-      if (done.input) freeInputs.push(done.input);
-      if (done.seq < 0) { if (done.error !== undefined) fail(new Error(done.error)); return; }
-      const entry = waiting.get(done.seq);
-      waiting.delete(done.seq);
-      if (done.error !== undefined) fail(new Error(`chunk ${done.seq}: ${done.error}`));
-      else entry?.resolve(done);
-    });
-    worker.on('error', (error) => fail(error));
-    worker.on('exit', (code) => { if (!stopping) fail(new Error(`a --jobs worker stopped (exit code ${code})`)); });
-    return worker;
-  });
-  const results = new Map<number, Promise<ChunkDone>>();
-  const bytesOf = new Map<number, number>();
+  /** Chunks done by the workers and not yet written, by seq; who masked each, and its lines (for messages). */
+  const ready = new Map<number, ChunkDone>();
+  const sent = new Map<number, { worker: number; bytes: number; lines: string }>();
+  const inFlight = new Int32Array(run.jobs);
   let seq = 0;
   let next = 0;
   let bytesDone = 0;
   let workerBusyMs = 0;
-  let mainBusyMs = 0;
-  let started = 0;
-  const writeNext = async () => {
-    const done = await results.get(next)!;
-    const t0 = performance.now();
-    results.delete(next);
-    workerBusyMs += done.busyMs ?? 0;
-    run.write(done.out!);
-    // The output buffer goes back to its worker for a later chunk.
-    const buffer = done.out!.buffer;
-    workers[next % run.jobs].postMessage({ recycle: buffer }, [buffer]);
-    for (const line of done.logs!) run.log(line);
-    addSummary(run.summary, done.summary!);
-    bytesDone += bytesOf.get(next)!;
-    bytesOf.delete(next);
-    next++;
-    run.progress?.update(bytesDone, run.summary.rollouts + run.summary.failed, run.summary.tokens);
-    run.written();
-    mainBusyMs += performance.now() - t0;
-  };
-  try {
-    for await (const batch of run.batches) {
-      if (failure) throw failure;
-      const t0 = performance.now();
-      if (seq === 0) started = t0;
-      const chunk = pack(seq, batch, freeInputs);
-      bytesOf.set(seq, chunk.bytes.length + batch.length);
-      const worker = workers[seq % run.jobs];
-      results.set(seq, new Promise<ChunkDone>((resolve, reject) => {
-        waiting.set(chunk.seq, { resolve, reject });
-        worker.postMessage(chunk, [chunk.bytes.buffer]);
-      }));
-      // A rejection is seen when its turn comes to be written; until then it must not count as unhandled.
-      results.get(seq)!.catch(() => {});
-      seq++;
-      mainBusyMs += performance.now() - t0;
-      while (results.size >= IN_FLIGHT_PER_WORKER * run.jobs) await writeNext();
+  let workerCpuMs: number | undefined = run.setup.stats ? 0 : undefined;
+  let workerStartCpuMs: number | undefined = run.setup.stats ? 0 : undefined;
+  const addCpu = (sum: number | undefined, ms: number | undefined) => (sum === undefined || ms === undefined ? undefined : sum + ms);
+  const workers: Worker[] = [];
+  // Each chunk's output goes out once every chunk before it has: in input order, as soon as it can.
+  const writeReady = () => {
+    for (let done = ready.get(next); done; done = ready.get(next)) {
+      ready.delete(next);
+      const { worker, bytes } = sent.get(next)!;
+      sent.delete(next);
+      workerBusyMs += done.busyMs ?? 0;
+      workerCpuMs = addCpu(workerCpuMs, done.cpuMs);
+      run.write(done.out!);
+      // The output buffer goes back to its worker for a later chunk.
+      const buffer = done.out!.buffer;
+      workers[worker].postMessage({ recycle: buffer }, [buffer]);
+      for (const line of done.logs!) run.log(line);
+      addSummary(run.summary, done.summary!);
+      bytesDone += bytes;
+      next++;
+      run.progress?.update(bytesDone, run.summary.rollouts + run.summary.failed, run.summary.tokens);
+      run.written();
     }
-    while (next < seq) await writeNext();
+  };
+  for (let k = 0; k < run.jobs; k++) {
+    const worker = new Worker(url, { workerData: { tagmaskMaskWorker: run.setup } });
+    worker.on('message', (done: ChunkDone) => {
+      if (done.input) buffers.give(done.input);
+      if (done.seq < 0) {
+        if (done.error !== undefined) fail(new Error(done.error));
+        workerStartCpuMs = addCpu(workerStartCpuMs, done.cpuMs);
+        return;
+      }
+      if (failure) return;
+      inFlight[k]--;
+      if (done.error !== undefined) { fail(new Error(`${run.setup.where}: ${sent.get(done.seq)?.lines}: ${done.error}`)); return; }
+      ready.set(done.seq, done);
+      try {
+        writeReady();
+      } catch (error) {
+        fail(error as Error);
+      }
+      rouse();
+    });
+    worker.on('error', (error) => fail(error));
+    worker.on('exit', (code) => { if (!stopping) fail(new Error(`a --jobs worker stopped (exit code ${code})`)); });
+    workers.push(worker);
+  }
+  const mainCpu0 = run.setup.stats ? threadCpuMs() : undefined;
+  const started = performance.now();
+  try {
+    for await (const chunk of readLineChunks(run.input, buffers)) {
+      if (failure) break;
+      // The least busy worker: another process's load slows one core, not the run.
+      let worker = 0;
+      for (let k = 1; k < run.jobs; k++) if (inFlight[k] < inFlight[worker]) worker = k;
+      inFlight[worker]++;
+      const last = chunk.first + chunk.lines - 1;
+      sent.set(seq, { worker, bytes: chunk.bytes, lines: last > chunk.first ? `lines ${chunk.first}-${last}` : `line ${chunk.first}` });
+      workers[worker].postMessage({ seq, chunk } satisfies ChunkJob, chunk.buffer.byteLength ? [chunk.buffer] : []);
+      seq++;
+      while (!failure && seq - next >= IN_FLIGHT_PER_WORKER * run.jobs) await sleep();
+    }
+    while (!failure && next < seq) await sleep();
     if (failure) throw failure;
-    run.stats?.({ jobs: run.jobs, tokens: run.summary.tokens, workerBusyMs, mainBusyMs, wallMs: started ? performance.now() - started : 0 });
+    const mainCpu1 = mainCpu0 === undefined ? undefined : threadCpuMs();
+    run.stats?.({
+      jobs: run.jobs, tokens: run.summary.tokens, workerBusyMs, workerCpuMs, workerStartCpuMs,
+      mainCpuMs: mainCpu1 === undefined ? undefined : mainCpu1 - mainCpu0!, mainThreadCpuMs: mainCpu1, wallMs: performance.now() - started,
+    });
   } finally {
     stopping = true;
     await Promise.all(workers.map((worker) => worker.terminate()));
   }
-}
-
-/** A batch's line bytes copied back to back into one transferable buffer (a free one when one is big enough). */
-function pack(seq: number, batch: InputRecord[], free: ArrayBuffer[]): Chunk {
-  let total = 0;
-  for (const item of batch) if (item.error === undefined && item.bytes) total += item.bytes.length;
-  const k = free.findIndex((buffer) => buffer.byteLength >= total);
-  const buffer = k >= 0 ? free.splice(k, 1)[0] : new ArrayBuffer(Math.max(total, CHUNK_BUFFER));
-  const bytes = new Uint8Array(buffer, 0, total);
-  const numbers = new Int32Array(batch.length);
-  const offsets = new Int32Array(batch.length + 1);
-  let errors: Record<number, string> | undefined;
-  let at = 0;
-  batch.forEach((item, k) => {
-    numbers[k] = item.number;
-    if (item.error !== undefined || !item.bytes) (errors ??= {})[k] = item.error ?? 'no bytes to read';
-    else { bytes.set(item.bytes, at); at += item.bytes.length; }
-    offsets[k + 1] = at;
-  });
-  return { seq, bytes, numbers, offsets, errors };
 }
 
 /** Add a chunk's counts into the run's. */

@@ -283,9 +283,8 @@ export async function runRollouts(pool: MaskerPool, options: RunOptions): Promis
       const output: OutputOptions = { format: options.format };
       await maskInParallel({
         jobs,
-        setup: { ...pool.source, table: pool.tokenizer.table, options: pool.options, output, where },
-        // A chunk is one read: jobs.ts sizes its chunk buffers for 8 MiB reads.
-        batches: readRecordBatches(input, false, 1 << 23),
+        setup: { ...pool.source, table: pool.tokenizer.table, options: pool.options, output, where, stats: !!process.env.TAGMASK_JOBS_STATS },
+        input,
         write: (data) => sink.bytes!(data),
         log,
         summary,

@@ -37,7 +37,8 @@ export class Line {
   get text(): string { return this.bytes.toString('utf8'); }
 }
 
-const tooLong = (number: number, bytes: number, limit: number) => new Line(number, Buffer.alloc(0), `the line is ${bytes.toLocaleString('en-US')} bytes, longer than the ${limit.toLocaleString('en-US')} a line may be: skipped`);
+/** The error of a line too long to hold (`readJsonl`'s and `--jobs`' readers say it alike). */
+export const tooLong = (number: number, bytes: number, limit: number) => new Line(number, Buffer.alloc(0), `the line is ${bytes.toLocaleString('en-US')} bytes, longer than the ${limit.toLocaleString('en-US')} a line may be: skipped`);
 
 /** Wait a little for a non-blocking descriptor (stdin as a pipe or terminal) to have data. */
 function pause(): void {
@@ -145,18 +146,24 @@ export class LineSplitter {
   }
 
   private push(out: Line[], start: number, newline: number): void {
-    this.number++;
-    // Each line is a JSON text, which may begin with a UTF-8 byte order mark (RFC 8259 §8.1 lets readers
-    // ignore it; Python's json.loads of bytes does): skipped, so both rollout readers see the same bytes.
-    const buffer = this.buffer;
-    if (newline - start >= 3 && buffer[start] === 0xef && buffer[start + 1] === 0xbb && buffer[start + 2] === 0xbf) start += 3;
-    let stop = newline;
-    if (stop > start && this.buffer[stop - 1] === 13) stop--;
-    if (!isBlank(this.buffer, start, stop)) out.push(new Line(this.number, this.buffer.subarray(start, stop)));
+    pushLine(out, ++this.number, this.buffer, start, newline);
   }
 }
 
-function openInput(path: string): number {
+/**
+ * The line `buffer[start .. newline)`, numbered `number`, onto `out` unless blank (`LineSplitter` and the
+ * `--jobs` workers split alike).
+ */
+export function pushLine(out: Line[], number: number, buffer: Buffer, start: number, newline: number): void {
+  // Each line is a JSON text, which may begin with a UTF-8 byte order mark (RFC 8259 §8.1 lets readers
+  // ignore it; Python's json.loads of bytes does): skipped, so both rollout readers see the same bytes.
+  if (newline - start >= 3 && buffer[start] === 0xef && buffer[start + 1] === 0xbb && buffer[start + 2] === 0xbf) start += 3;
+  let stop = newline;
+  if (stop > start && buffer[stop - 1] === 13) stop--;
+  if (!isBlank(buffer, start, stop)) out.push(new Line(number, buffer.subarray(start, stop)));
+}
+
+export function openInput(path: string): number {
   try {
     const fd = path === '-' ? 0 : openSync(path, 'r');
     if (fd !== 0 && fstatSync(fd).isDirectory()) { closeSync(fd); throw new InputError(`${path} is a folder, not a ${fileFormat(path) === 'jsonl.gz' ? 'gzip JSONL' : 'JSONL'} file`); }
@@ -230,7 +237,8 @@ export async function* readJsonlBatches(path: string, maxLine = MAX_LINE_BYTES, 
   }
 }
 
-async function readSomeAsync(fd: number, buffer: Buffer, at: number): Promise<number> {
+/** Read into `buffer` from `at` on libuv's thread pool; a non-blocking descriptor with nothing yet is waited for. */
+export async function readSomeAsync(fd: number, buffer: Buffer, at: number): Promise<number> {
   for (;;) {
     try {
       return await new Promise<number>((resolve, reject) => read(fd, buffer, at, buffer.length - at, null, (error, bytes) => (error ? reject(error) : resolve(bytes))));

@@ -23,6 +23,7 @@ import type { Template } from '@huggingface/jinja';
 import { PACKAGE_ROOT } from '../paths.ts';
 import { JsonlWriter } from '../io/jsonl.ts';
 import { buildByteTable, type ByteTable, type PieceEncoding, type TokenizerJson } from './table.ts';
+import { encoderFor, type ByteLevelEncoder } from './encoder.ts';
 import { isTiktokenPath, TIKTOKEN_FILE, tiktokenTokenizerJson } from './tiktoken.ts';
 
 export interface EncodeOptions {
@@ -244,6 +245,7 @@ const TEMPLATE_SOURCE = Symbol('chat template from files');
 // run that only masks never loads it.
 const require = createRequire(import.meta.url);
 let tokenizersModule: typeof import('@huggingface/tokenizers') | undefined;
+const tokenizersModuleLoaded = () => (tokenizersModule ??= require('@huggingface/tokenizers') as typeof import('@huggingface/tokenizers'));
 let jinjaModule: typeof import('@huggingface/jinja') | undefined;
 
 /** The special-token variables templates read (bos_token, eos_token…), as strings: configs give a string or an AddedToken. */
@@ -257,20 +259,25 @@ function tokenString(value: unknown): string | undefined {
 
 /** encode/decode/applyChatTemplate over @huggingface/tokenizers and @huggingface/jinja. */
 class Engine {
-  private readonly tokenizer: Tokenizer;
+  private built?: Tokenizer;
   private readonly templates = new Map<string, Template>();
   private readonly variables: Record<string, string> = {};
 
-  constructor(json: TokenizerJson, private readonly config: Record<string, unknown>, private readonly path: string) {
-    tokenizersModule ??= require('@huggingface/tokenizers') as typeof import('@huggingface/tokenizers');
-    try {
-      this.tokenizer = new tokenizersModule.Tokenizer(json, config);
-    } catch (error) {
-      throw new Error(`${path}: cannot build this tokenizer (${(error as Error).message})`);
-    }
+  constructor(private readonly parse: () => TokenizerJson, private readonly config: Record<string, unknown>, private readonly path: string) {
     for (const name of TEMPLATE_TOKENS) {
       const value = tokenString(config[name]);
       if (value !== undefined) this.variables[name] = value;
+    }
+  }
+
+  /** Built on first use: rendering a chat template needs only the config, and encoding goes through encoder.ts where it can. */
+  private get tokenizer(): Tokenizer {
+    if (this.built) return this.built;
+    const tokenizers = tokenizersModuleLoaded();
+    try {
+      return (this.built = new tokenizers.Tokenizer(this.parse(), this.config));
+    } catch (error) {
+      throw new Error(`${this.path}: cannot build this tokenizer (${(error as Error).message})`);
     }
   }
 
@@ -388,7 +395,7 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
     say?.(`${path}: byte table of ${table.size} ids built in ${((Date.now() - started) / 1000).toFixed(1)} s`, false);
   }
   if (stats && digestFile && !remembered) rememberDigest(digestFile, path, stats, source);
-  return loaded(path, table, parse);
+  return loaded(path, table, parse, cacheDir ? source : undefined);
 }
 
 const MERGES_KEY = Buffer.from('"merges"');
@@ -444,18 +451,37 @@ export function tokenizerFromTable(path: string, table: ByteTable): LoadedTokeni
   });
 }
 
-function loaded(path: string, table: ByteTable, parse: () => TokenizerJson): LoadedTokenizer {
+function loaded(path: string, table: ByteTable, parse: () => TokenizerJson, source?: string): LoadedTokenizer {
+  let config: Record<string, unknown> | undefined;
+  const configOf = () => (config ??= readConfig(path));
   let built: Engine | undefined;
-  const engine = () => (built ??= new Engine(parse(), readConfig(path), path));
+  const engine = () => (built ??= new Engine(parse, configOf(), path));
+  // Byte-level BPE encodes through encoder.ts (same ids, without building the engine's model); others through the engine.
+  let fast: ByteLevelEncoder | null | undefined;
+  const encoder = (): ByteLevelEncoder | null => {
+    if (fast !== undefined) return fast;
+    const cacheDir = cacheDirectory();
+    const digest = cacheDir ? (source ?? sourceDigest(path)) : '';
+    return (fast = encoderFor({
+      cacheFile: cacheDir && join(cacheDir, `${digest.slice(0, 40)}.bpe.bin`),
+      source: digest,
+      parse: () => parse() as unknown as Record<string, unknown>,
+      config: configOf,
+      tokenizers: tokenizersModuleLoaded,
+    }) ?? null);
+  };
   let reference: Promise<TransformersTokenizer> | undefined;
   return {
     path,
     table,
-    encode: (text, options) => engine().encode(text, options),
+    encode: (text, options) => (options?.addSpecialTokens ? engine().encode(text, options) : (encoder() ?? engine()).encode(text)),
     decode: (ids, options) => engine().decode(ids, options),
-    applyChatTemplate: (messages, options) => engine().applyChatTemplate(messages, options),
+    applyChatTemplate: (messages, options) => {
+      const text = engine().renderChatTemplate(messages, options);
+      return { text, ids: (encoder() ?? engine()).encode(text) };
+    },
     renderChatTemplate: (messages, options) => engine().renderChatTemplate(messages, options),
-    transformers: () => (reference ??= buildTransformersTokenizer(parse(), readConfig(path), path)),
+    transformers: () => (reference ??= buildTransformersTokenizer(parse(), configOf(), path)),
   };
 }
 
