@@ -218,7 +218,9 @@ export async function* readJsonlBatches(path: string, maxLine = MAX_LINE_BYTES, 
   // The next read is under way (on libuv's thread pool) while the caller works on the lines of this one.
   let pending: Promise<number> | undefined;
   try {
-    for (pending = readSomeAsync(fd, splitter.buffer, splitter.space()); ;) {
+    // space() first: it may replace the buffer with a bigger one, which is where the read must go (read into the
+    // old, full one it would get 0 bytes, taken for the end of the input).
+    for (pending = readInto(fd, splitter); ;) {
       const read = await pending;
       pending = undefined;
       const lines = splitter.lines(read);
@@ -227,7 +229,7 @@ export async function* readJsonlBatches(path: string, maxLine = MAX_LINE_BYTES, 
         return;
       }
       splitter.release();
-      pending = readSomeAsync(fd, splitter.buffer, splitter.space());
+      pending = readInto(fd, splitter);
       if (lines.length) yield lines;
     }
   } finally {
@@ -235,6 +237,12 @@ export async function* readJsonlBatches(path: string, maxLine = MAX_LINE_BYTES, 
     if (pending) await pending.catch(() => 0);
     if (fd !== 0) closeSync(fd);
   }
+}
+
+/** The next read of a splitter: into its buffer at `space()`, asked for first (it may grow the buffer). */
+function readInto(fd: number, splitter: LineSplitter): Promise<number> {
+  const at = splitter.space();
+  return readSomeAsync(fd, splitter.buffer, at);
 }
 
 /** Read into `buffer` from `at` on libuv's thread pool; a non-blocking descriptor with nothing yet is waited for. */
