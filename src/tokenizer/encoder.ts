@@ -1,0 +1,498 @@
+/**
+ * Byte-level BPE encoding (Qwen, Llama 3, DeepSeek-V3, gpt-oss, Kimi) without building @huggingface/tokenizers'
+ * model, with exactly its results.
+ *
+ * The engine's `encode` costs two things the `{messages}` path pays for every run and every token: building the
+ * model parses all of tokenizer.json (11 MB for Qwen3, 27 MB for gpt-oss) and keys every merge by a JSON string
+ * (~1 s), and each token then goes through the byte-to-character map, a string BPE and two map look-ups (~5 µs a
+ * token). Here the merges are kept as id triples (left, right, merged) in a cache file beside the byte table, and
+ * what a pre-token becomes is remembered by the pre-token itself: a warm run reads a few MB and no JSON, and a
+ * token costs a look-up.
+ *
+ * Exactness: everything before the model is @huggingface/tokenizers' own code, run on a tokenizer built without
+ * vocabulary or merges (its added-token splitting with lstrip/rstrip, normalizer, pre-tokenizer steps before the
+ * final ByteLevel, and the ByteLevel step itself); only the BPE merge loop and the string → id look-up are ours,
+ * and they follow @huggingface/tokenizers 0.2.0 dist/tokenizers.cjs (`BPE.bpe`, `BPE.encode`, `Tokenizer.encode_text`
+ * and `Tokenizer.encode`): merges by rank, ties to the leftmost pair (its `bias` of i / length), a duplicated merge
+ * ranked by its last line, `ignore_merges` looking the whole word up first, ids by the added token before the
+ * vocabulary. A tokenizer this cannot reproduce exactly (byte fallback, suffixes, a merge whose result is not in the
+ * vocabulary, two strings with one id, a post-processor that changes ids without special tokens) is left to the
+ * engine: `encoderFor` gives undefined and says why.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, lstatSync, mkdirSync, readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { JsonlWriter } from '../io/jsonl.ts';
+
+type TokenizersModule = typeof import('@huggingface/tokenizers');
+
+/** What the cache holds: the tokenizer without vocabulary and merges, and the model as ids. */
+export interface EncoderData {
+  /** tokenizer.json with `model.vocab` and `model.merges` emptied (normalizer, pre-tokenizer, added tokens…). */
+  skeleton: Record<string, unknown>;
+  ignoreMerges: boolean;
+  /** The id of each byte's ByteLevel character. */
+  byteIds: Int32Array;
+  /** Three ids per merge, in rank order: left, right, merged. */
+  merges: Int32Array;
+  /** `ignore_merges` only: every vocabulary string (and added token) that is a ByteLevel string, as its bytes, and its id. */
+  words: { ids: Int32Array; offsets: Uint32Array; bytes: Uint8Array };
+}
+
+interface ModelJson {
+  type?: string;
+  vocab?: unknown;
+  merges?: unknown[];
+  byte_fallback?: boolean;
+  ignore_merges?: boolean;
+  end_of_word_suffix?: string | null;
+  continuing_subword_suffix?: string | null;
+}
+
+interface SkeletonTokenizer {
+  normalizer: ((text: string) => string) | null;
+  pre_tokenizer: unknown;
+  post_processor: unknown;
+  splitter_unnormalized: { split(text: string): string[] };
+  splitter_normalized: { split(text: string): string[] };
+  added_tokens_map: Map<string, { id: number; lstrip: boolean; rstrip: boolean }>;
+  model: { tokens_to_ids: Map<string, number> };
+  remove_space?: boolean;
+  do_lowercase_and_remove_accent?: boolean;
+}
+
+interface PreTokenizerStep { pre_tokenize(text: string[], options?: Record<string, unknown>): string[] }
+interface ByteLevelStep { pre_tokenize_text(text: string, options?: Record<string, unknown>): string[]; byte_encoder: Record<number, string> }
+
+/** The tokenizer built with an empty model: @huggingface/tokenizers' own splitting, normalizer and pre-tokenizer. */
+function skeletonTokenizer(tokenizers: TokenizersModule, skeleton: Record<string, unknown>, config: Record<string, unknown>): SkeletonTokenizer {
+  const model = skeleton.model as ModelJson;
+  return new tokenizers.Tokenizer({ ...skeleton, model: { ...model, vocab: {}, merges: [] } } as never, config as never) as unknown as SkeletonTokenizer;
+}
+
+/**
+ * The pre-tokenizer steps before the final ByteLevel, and the ByteLevel step (the engine's own objects, found by the
+ * config they were built from); undefined where it does not end so.
+ */
+function preTokenizerSteps(tokenizer: SkeletonTokenizer, config: unknown): { steps: Array<PreTokenizerStep | null>; byteLevel: ByteLevelStep } | undefined {
+  const spec = config as { type?: string; pretokenizers?: Array<{ type?: string } | null> } | null;
+  const built = tokenizer.pre_tokenizer as (ByteLevelStep & { tokenizers?: Array<PreTokenizerStep | null> }) | null;
+  if (!spec || !built) return undefined;
+  if (spec.type === 'ByteLevel') return { steps: [], byteLevel: built };
+  if (spec.type !== 'Sequence' || !Array.isArray(spec.pretokenizers) || !Array.isArray(built.tokenizers)) return undefined;
+  const types = spec.pretokenizers.map((step) => step?.type);
+  if (types.length === 0 || types[types.length - 1] !== 'ByteLevel' || types.indexOf('ByteLevel') !== types.length - 1) return undefined;
+  if (built.tokenizers.length !== types.length) return undefined;
+  const byteLevel = built.tokenizers[types.length - 1] as unknown as ByteLevelStep;
+  if (typeof byteLevel?.pre_tokenize_text !== 'function' || !byteLevel.byte_encoder) return undefined;
+  return { steps: built.tokenizers.slice(0, -1), byteLevel };
+}
+
+/** Post-processors that hand the tokens through unchanged when no special tokens are added. */
+function postProcessorKeepsTokens(config: unknown): boolean {
+  if (config === null || config === undefined) return true;
+  const processor = config as { type?: string; single?: Array<Record<string, unknown>>; processors?: unknown[] };
+  if (processor.type === 'ByteLevel') return true;
+  if (processor.type === 'Sequence') return Array.isArray(processor.processors) && processor.processors.every(postProcessorKeepsTokens);
+  if (processor.type === 'TemplateProcessing') {
+    const single = processor.single ?? [];
+    const sequences = single.filter((item) => 'Sequence' in item);
+    return sequences.length === 1 && (sequences[0].Sequence as { id?: string }).id === 'A';
+  }
+  return false;
+}
+
+/**
+ * The encoder's data from a parsed tokenizer.json, or why it cannot reproduce the engine (a string saying so).
+ */
+export function buildEncoderData(json: Record<string, unknown>, config: Record<string, unknown>, tokenizers: TokenizersModule): EncoderData | string {
+  const model = json.model as ModelJson | undefined;
+  if (!model || model.type !== 'BPE') return `the model is ${model?.type ?? 'missing'}, not BPE`;
+  if (model.byte_fallback) return 'the BPE falls back to bytes';
+  if (model.end_of_word_suffix || model.continuing_subword_suffix) return 'the BPE has a word suffix';
+  const vocab = model.vocab;
+  if (!vocab || typeof vocab !== 'object' || Array.isArray(vocab)) return 'the vocabulary is not an object';
+  if (!Array.isArray(model.merges)) return 'no merges';
+  if (config.remove_space === true || config.do_lowercase_and_remove_accent) return 'the config rewrites the text before encoding';
+  if (!postProcessorKeepsTokens(json.post_processor)) return 'the post-processor may change the tokens';
+  const { model: _model, ...rest } = json;
+  const { vocab: _vocab, merges: _merges, ...flags } = model;
+  const skeleton = { ...rest, model: flags } as Record<string, unknown>;
+  const tokenizer = skeletonTokenizer(tokenizers, skeleton, config);
+  const pre = preTokenizerSteps(tokenizer, skeleton.pre_tokenizer);
+  if (!pre) return 'the pre-tokenizer does not end with ByteLevel';
+
+  // tokens_to_ids as the engine's model has it: the vocabulary, then every added token's content.
+  const tokensToIds = new Map<string, number>(Object.entries(vocab as Record<string, number>));
+  for (const [content, token] of tokenizer.model.tokens_to_ids) tokensToIds.set(content, token);
+  const added = tokenizer.added_tokens_map;
+  const idOf = (text: string): number | undefined => added.get(text)?.id ?? tokensToIds.get(text);
+  // Strings the BPE can make: the byte characters and the merges' results. Each must have one id, of its own.
+  const made = new Map<number, string>();
+  const make = (text: string): number | string => {
+    const id = tokensToIds.has(text) ? idOf(text) : undefined;
+    if (typeof id !== 'number' || !Number.isInteger(id) || id < 0) return `${JSON.stringify(text)} has no id`;
+    const other = made.get(id);
+    if (other !== undefined && other !== text) return `${JSON.stringify(other)} and ${JSON.stringify(text)} have one id (${id})`;
+    made.set(id, text);
+    return id;
+  };
+  const byteIds = new Int32Array(256);
+  for (let byte = 0; byte < 256; byte++) {
+    const id = make(pre.byteLevel.byte_encoder[byte]);
+    if (typeof id === 'string') return id;
+    byteIds[byte] = id;
+  }
+  const pairs = (Array.isArray(model.merges[0]) ? model.merges : (model.merges as string[]).map((merge) => String(merge).split(' ', 2))) as string[][];
+  const mergedIds = new Int32Array(pairs.length);
+  for (let rank = 0; rank < pairs.length; rank++) {
+    const id = make(String(pairs[rank][0]) + String(pairs[rank][1]));
+    if (typeof id === 'string') return `merge ${rank}: ${id}`;
+    mergedIds[rank] = id;
+  }
+  // A merge whose part the BPE can never make never applies (and must not be keyed by another string's id).
+  const merges: number[] = [];
+  for (let rank = 0; rank < pairs.length; rank++) {
+    const left = idOf(String(pairs[rank][0]));
+    const right = idOf(String(pairs[rank][1]));
+    if (left === undefined || right === undefined || made.get(left) !== String(pairs[rank][0]) || made.get(right) !== String(pairs[rank][1])) continue;
+    merges.push(left, right, mergedIds[rank]);
+  }
+  const ignoreMerges = model.ignore_merges === true;
+  const wordIds: number[] = [];
+  const wordOffsets: number[] = [0];
+  const wordBytes: number[] = [];
+  if (ignoreMerges) {
+    const byteOf = new Map<string, number>();
+    for (let byte = 0; byte < 256; byte++) byteOf.set(pre.byteLevel.byte_encoder[byte], byte);
+    for (const text of tokensToIds.keys()) {
+      const bytes: number[] = [];
+      for (const char of text) {
+        const byte = byteOf.get(char);
+        if (byte === undefined) break;
+        bytes.push(byte);
+      }
+      if (bytes.length !== text.length || bytes.length === 0) continue;
+      wordIds.push(idOf(text)!);
+      for (const byte of bytes) wordBytes.push(byte);
+      wordOffsets.push(wordBytes.length);
+    }
+  }
+  return {
+    skeleton,
+    ignoreMerges,
+    byteIds,
+    merges: Int32Array.from(merges),
+    words: { ids: Int32Array.from(wordIds), offsets: Uint32Array.from(wordOffsets), bytes: Uint8Array.from(wordBytes) },
+  };
+}
+
+/** A piece longer than this is encoded each time, not remembered. */
+const REMEMBER_UP_TO = 256;
+/** Pieces remembered before the memory is emptied (bounded memory on any corpus). */
+const REMEMBERED = 1 << 17;
+
+export class ByteLevelEncoder {
+  private readonly tokenizer: SkeletonTokenizer;
+  private readonly steps: Array<PreTokenizerStep | null>;
+  private readonly byteLevel: ByteLevelStep;
+  /** ByteLevel character (code unit) → its byte's id. */
+  private readonly charIds: Int32Array;
+  // Merges: open addressing on (left, right).
+  private readonly mask: number;
+  private readonly keyLeft: Int32Array;
+  private readonly keyRight: Int32Array;
+  private readonly rankOf: Int32Array;
+  private readonly mergedOf: Int32Array;
+  private words?: Map<string, number>;
+  private readonly remembered = new Map<string, number | number[]>();
+  // Scratch for the merge loop, grown as words need.
+  private ids = new Int32Array(64);
+  private next = new Int32Array(64);
+  private prev = new Int32Array(64);
+  private heap = new Float64Array(128);
+
+  constructor(private readonly data: EncoderData, config: Record<string, unknown>, tokenizers: TokenizersModule) {
+    this.tokenizer = skeletonTokenizer(tokenizers, data.skeleton, config);
+    const pre = preTokenizerSteps(this.tokenizer, data.skeleton.pre_tokenizer);
+    if (!pre) throw new Error('the pre-tokenizer does not end with ByteLevel');
+    this.steps = pre.steps;
+    this.byteLevel = pre.byteLevel;
+    let top = 0;
+    for (let byte = 0; byte < 256; byte++) top = Math.max(top, pre.byteLevel.byte_encoder[byte].charCodeAt(0));
+    this.charIds = new Int32Array(top + 1).fill(-1);
+    for (let byte = 0; byte < 256; byte++) this.charIds[pre.byteLevel.byte_encoder[byte].charCodeAt(0)] = data.byteIds[byte];
+    const count = data.merges.length / 3;
+    let size = 1024;
+    while (size < count * 2) size *= 2;
+    this.mask = size - 1;
+    this.keyLeft = new Int32Array(size).fill(-1);
+    this.keyRight = new Int32Array(size);
+    this.rankOf = new Int32Array(size);
+    this.mergedOf = new Int32Array(size);
+    const merges = data.merges;
+    for (let rank = 0; rank < count; rank++) {
+      const left = merges[3 * rank];
+      const right = merges[3 * rank + 1];
+      let slot = this.slot(left, right);
+      while (this.keyLeft[slot] !== -1 && (this.keyLeft[slot] !== left || this.keyRight[slot] !== right)) slot = (slot + 1) & this.mask;
+      // A merge listed twice is ranked by its last line, as the engine's Map keeps the last.
+      this.keyLeft[slot] = left;
+      this.keyRight[slot] = right;
+      this.rankOf[slot] = rank;
+      this.mergedOf[slot] = merges[3 * rank + 2];
+    }
+  }
+
+  private slot(left: number, right: number): number {
+    let h = Math.imul(left, 0x9e3779b1) ^ Math.imul(right + 0x7f4a7c15, 0x85ebca6b);
+    h ^= h >>> 15;
+    return h & this.mask;
+  }
+
+  /** The slot of the merge (left, right), or -1. */
+  private find(left: number, right: number): number {
+    for (let slot = this.slot(left, right); ; slot = (slot + 1) & this.mask) {
+      const key = this.keyLeft[slot];
+      if (key === -1) return -1;
+      if (key === left && this.keyRight[slot] === right) return slot;
+    }
+  }
+
+  /** `text` as the engine encodes it without added special tokens. */
+  encode(text: string): number[] {
+    const out: number[] = [];
+    const tokenizer = this.tokenizer;
+    const added = tokenizer.added_tokens_map;
+    const sections = tokenizer.splitter_unnormalized.split(text);
+    strip(sections, added);
+    for (let index = 0; index < sections.length; index++) {
+      let section = sections[index];
+      if (section.length === 0) continue;
+      const token = added.get(section);
+      if (token) { out.push(token.id); continue; }
+      if (tokenizer.normalizer !== null) section = tokenizer.normalizer(section);
+      if (section.length === 0) continue;
+      const subsections = tokenizer.splitter_normalized.split(section);
+      strip(subsections, added);
+      for (const subsection of subsections) {
+        if (subsection.length === 0) continue;
+        const inner = added.get(subsection);
+        if (inner) { out.push(inner.id); continue; }
+        let pieces = [subsection];
+        for (const step of this.steps) if (step) pieces = step.pre_tokenize(pieces, { section_index: index });
+        for (const piece of pieces) this.piece(piece, out, index);
+      }
+    }
+    return out;
+  }
+
+  /** One pre-token's ids (ByteLevel, then the model), remembered by the pre-token. */
+  private piece(piece: string, out: number[], index: number): void {
+    const known = this.remembered.get(piece);
+    if (known !== undefined) {
+      if (typeof known === 'number') out.push(known);
+      else for (const id of known) out.push(id);
+      return;
+    }
+    const start = out.length;
+    for (const word of this.byteLevel.pre_tokenize_text(piece, { section_index: index })) this.word(word, out);
+    if (piece.length <= REMEMBER_UP_TO) {
+      if (this.remembered.size >= REMEMBERED) this.remembered.clear();
+      this.remembered.set(piece, out.length - start === 1 ? out[start] : out.slice(start));
+    }
+  }
+
+  /** A ByteLevel word through the BPE (BPE.encode and BPE.bpe of the engine), its ids appended. */
+  private word(word: string, out: number[]): void {
+    const n = word.length;
+    if (n === 0) return;
+    if (this.data.ignoreMerges) {
+      const id = this.wordIds().get(word);
+      if (id !== undefined) { out.push(id); return; }
+    }
+    if (n === 1) { out.push(this.charId(word, 0)); return; }
+    if (n > this.ids.length) {
+      let size = this.ids.length;
+      while (size < n) size *= 2;
+      this.ids = new Int32Array(size);
+      this.next = new Int32Array(size);
+      this.prev = new Int32Array(size);
+      this.heap = new Float64Array(2 * size);
+    }
+    const { ids, next, prev } = this;
+    for (let i = 0; i < n; i++) { ids[i] = this.charId(word, i); next[i] = i + 1; prev[i] = i - 1; }
+    next[n - 1] = -1;
+    // Candidates keyed rank * n + position: the lowest rank first, then the leftmost (the engine's i / length bias).
+    let size = 0;
+    const push = (key: number) => {
+      let heap = this.heap;
+      if (size === heap.length) { const grown = new Float64Array(heap.length * 2); grown.set(heap); this.heap = heap = grown; }
+      let at = size++;
+      while (at > 0) {
+        const parent = (at - 1) >> 1;
+        if (heap[parent] <= key) break;
+        heap[at] = heap[parent];
+        at = parent;
+      }
+      heap[at] = key;
+    };
+    const pop = (): number => {
+      const heap = this.heap;
+      const top = heap[0];
+      const last = heap[--size];
+      let at = 0;
+      for (;;) {
+        let child = 2 * at + 1;
+        if (child >= size) break;
+        if (child + 1 < size && heap[child + 1] < heap[child]) child++;
+        if (heap[child] >= last) break;
+        heap[at] = heap[child];
+        at = child;
+      }
+      heap[at] = last;
+      return top;
+    };
+    for (let i = 0; i + 1 < n; i++) {
+      const slot = this.find(ids[i], ids[i + 1]);
+      if (slot >= 0) push(this.rankOf[slot] * n + i);
+    }
+    while (size > 0) {
+      const key = pop();
+      const i = key % n;
+      const rank = (key - i) / n;
+      const j = next[i];
+      // Stale: the left token was merged away or changed since (a pair's rank is its own, so equal rank is the same pair).
+      if (ids[i] < 0 || j < 0) continue;
+      const slot = this.find(ids[i], ids[j]);
+      if (slot < 0 || this.rankOf[slot] !== rank) continue;
+      ids[i] = this.mergedOf[slot];
+      ids[j] = -1;
+      next[i] = next[j];
+      if (next[j] >= 0) prev[next[j]] = i;
+      const before = prev[i];
+      if (before >= 0) {
+        const left = this.find(ids[before], ids[i]);
+        if (left >= 0) push(this.rankOf[left] * n + before);
+      }
+      if (next[i] >= 0) {
+        const right = this.find(ids[i], ids[next[i]]);
+        if (right >= 0) push(this.rankOf[right] * n + i);
+      }
+    }
+    for (let i = 0; i >= 0; i = next[i]) out.push(ids[i]);
+  }
+
+  private charId(word: string, i: number): number {
+    const code = word.charCodeAt(i);
+    const id = code < this.charIds.length ? this.charIds[code] : -1;
+    if (id < 0) throw new Error(`not a ByteLevel character: U+${code.toString(16).padStart(4, '0')}`);
+    return id;
+  }
+
+  /** ignore_merges: ByteLevel string → id, built on first need. */
+  private wordIds(): Map<string, number> {
+    if (this.words) return this.words;
+    const { ids, offsets, bytes } = this.data.words;
+    const encoder = this.byteLevel.byte_encoder;
+    const words = new Map<string, number>();
+    for (let w = 0; w < ids.length; w++) {
+      let text = '';
+      for (let b = offsets[w]; b < offsets[w + 1]; b++) text += encoder[bytes[b]];
+      words.set(text, ids[w]);
+    }
+    return (this.words = words);
+  }
+}
+
+/** Added tokens with lstrip / rstrip trim their neighbours (Tokenizer.encode_text). */
+function strip(sections: string[], added: SkeletonTokenizer['added_tokens_map']): void {
+  for (let i = 0; i < sections.length; i++) {
+    const token = added.get(sections[i]);
+    if (!token) continue;
+    if (token.lstrip && i > 0) sections[i - 1] = sections[i - 1].trimEnd();
+    if (token.rstrip && i < sections.length - 1) sections[i + 1] = sections[i + 1].trimStart();
+  }
+}
+
+// Cache file: `<digest>.bpe.bin` beside the byte table; 4-byte header length, JSON header (format, the source's
+// digest, the skeleton, counts, the payload's digest), then byteIds, merges, word ids, word offsets, word bytes.
+const ENCODER_FORMAT = 'tagmask-bpe-1';
+
+const payloadDigest = (parts: Uint8Array[]) => parts.reduce((hash, part) => hash.update(part), createHash('sha256')).digest('hex');
+const bytesOf = (array: Int32Array | Uint32Array | Uint8Array) => new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
+
+export function writeEncoderCache(file: string, data: EncoderData, source: string): void {
+  try {
+    mkdirSync(dirname(file), { recursive: true });
+    const existing = lstatSync(file, { throwIfNoEntry: false });
+    if (existing && !existing.isFile()) return;
+    const payload = [data.byteIds, data.merges, data.words.ids, data.words.offsets, data.words.bytes].map(bytesOf);
+    const header = Buffer.from(JSON.stringify({
+      format: ENCODER_FORMAT, source, skeleton: data.skeleton, ignoreMerges: data.ignoreMerges,
+      merges: data.merges.length, words: data.words.ids.length, wordBytes: data.words.bytes.length, payload: payloadDigest(payload),
+    }));
+    const headerLength = Buffer.alloc(4);
+    headerLength.writeUInt32LE(header.length);
+    const pad = Buffer.alloc((4 - ((4 + header.length) % 4)) % 4);
+    const writer = new JsonlWriter(file, { flag: 'cache', gzip: false, mode: 0o644 });
+    try {
+      for (const part of [headerLength, header, pad, ...payload]) writer.writeBytes(part);
+      writer.close();
+    } catch (error) {
+      writer.abort();
+      throw error;
+    }
+  } catch {
+    // The cache only saves time.
+  }
+}
+
+/** The cached data, or undefined when missing, of another format or source, not this user's own, or corrupted. */
+export function readEncoderCache(file: string, source: string): EncoderData | undefined {
+  if (!existsSync(file)) return undefined;
+  try {
+    // As for the byte table: only a regular file this user owns and nobody else may write.
+    const stat = lstatSync(file);
+    if (!stat.isFile() || (process.getuid && stat.uid !== process.getuid()) || (stat.mode & 0o022) !== 0) return undefined;
+    const buffer = readFileSync(file);
+    const headerLength = buffer.readUInt32LE(0);
+    const header = JSON.parse(buffer.subarray(4, 4 + headerLength).toString('utf8')) as {
+      format: string; source: string; skeleton: Record<string, unknown>; ignoreMerges: boolean; merges: number; words: number; wordBytes: number; payload: string;
+    };
+    if (header.format !== ENCODER_FORMAT || header.source !== source) return undefined;
+    for (const count of [header.merges, header.words, header.wordBytes]) if (!(Number.isSafeInteger(count) && count >= 0)) return undefined;
+    let at = 4 + headerLength;
+    at += (4 - (at % 4)) % 4;
+    const take = (bytes: number) => { const part = new Uint8Array(bytes); part.set(buffer.subarray(at, at + bytes)); at += bytes; return part; };
+    const byteIds = new Int32Array(take(256 * 4).buffer);
+    const merges = new Int32Array(take(header.merges * 4).buffer);
+    const ids = new Int32Array(take(header.words * 4).buffer);
+    const offsets = new Uint32Array(take((header.words + 1) * 4).buffer);
+    const bytes = take(header.wordBytes);
+    if (at !== buffer.length || merges.length % 3 !== 0 || offsets[header.words] !== header.wordBytes) return undefined;
+    if (payloadDigest([byteIds, merges, ids, offsets, bytes].map(bytesOf)) !== header.payload) return undefined;
+    return { skeleton: header.skeleton, ignoreMerges: header.ignoreMerges, byteIds, merges, words: { ids, offsets, bytes } };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The encoder for a tokenizer: from the cache where it holds this source's data, else built from the parsed
+ * tokenizer.json and cached. undefined (with the reason given to `unsupported`) where only the engine is exact.
+ */
+export function encoderFor(options: {
+  cacheFile: string | undefined; source: string; parse: () => Record<string, unknown>; config: () => Record<string, unknown>;
+  tokenizers: () => TokenizersModule; unsupported?: (reason: string) => void;
+}): ByteLevelEncoder | undefined {
+  const config = options.config();
+  let data = options.cacheFile ? readEncoderCache(options.cacheFile, options.source) : undefined;
+  if (!data) {
+    const built = buildEncoderData(options.parse(), config, options.tokenizers());
+    if (typeof built === 'string') { options.unsupported?.(built); return undefined; }
+    data = built;
+    if (options.cacheFile) writeEncoderCache(options.cacheFile, data, options.source);
+  }
+  return new ByteLevelEncoder(data, config, options.tokenizers());
+}
