@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileFormat } from './format.ts';
 import { createGunzip, gzipSync } from 'node:zlib';
-import { type Stats, closeSync, createReadStream, fstatSync, openSync, read, readSync, realpathSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { type Stats, closeSync, createReadStream, fstatSync, openSync, read, readSync, realpathSync, renameSync, rmSync, statSync, write, writeSync } from 'node:fs';
 
 /**
  * Bytes read at a time. Small on purpose: the two read buffers are the CLI's largest fresh memory, and first-touched
@@ -500,9 +500,34 @@ export class JsonlWriter {
         const code = (error as NodeJS.ErrnoException).code;
         // stdout as a non-blocking pipe: wait for the reader and retry.
         if (code === 'EAGAIN') { pause(); continue; }
-        // A write error ends the run: what was written so far is never offered as output.
-        this.failed = code === 'EPIPE' && this.destination.fd === 1 ? new OutputClosed() : new OutputError(this.destination.name, error as Error);
-        throw this.failed;
+        throw this.failure(error as NodeJS.ErrnoException);
+      }
+    }
+  }
+
+  /** A write error ends the run: what was written so far is never offered as output. */
+  private failure(error: NodeJS.ErrnoException): Error {
+    this.failed = error.code === 'EPIPE' && this.destination.fd === 1 ? new OutputClosed() : new OutputError(this.destination.name, error);
+    return this.failed;
+  }
+
+  /**
+   * Append raw bytes, written on libuv's thread pool while this thread goes on (`mask --jobs`, whose main thread
+   * is the run's serial part: copying output into the page cache was over half of it). What is buffered goes
+   * first; resolves once all is written. A caller waits for each call before the next and writes nothing else
+   * meanwhile. Gzip output is compressed here, as `writeBytes` does.
+   */
+  async writeBytesAsync(bytes: Uint8Array): Promise<void> {
+    if (this.gzip) { this.writeBytes(bytes); return; }
+    this.flush();
+    const fd = this.destination.fd;
+    for (let at = 0; at < bytes.length;) {
+      if (this.failed) throw this.failed;
+      try {
+        at += await new Promise<number>((resolve, reject) => write(fd, bytes, at, bytes.length - at, null, (error, written) => (error ? reject(error) : resolve(written))));
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EAGAIN') { await new Promise((resolve) => setTimeout(resolve, 2)); continue; }
+        throw this.failure(error as NodeJS.ErrnoException);
       }
     }
   }
