@@ -668,14 +668,17 @@ function readCachedTable(file: string, source: string): ByteTable | undefined {
     if (!(Number.isSafeInteger(header.size) && header.size >= 0 && Number.isSafeInteger(header.bytes) && header.bytes >= 0)) return undefined;
     let at = 4 + headerLength;
     at += (4 - (at % 4)) % 4;
-    const offsets = new Uint32Array(header.size + 1);
-    offsets.set(new Uint32Array(buffer.buffer.slice(buffer.byteOffset + at, buffer.byteOffset + at + offsets.byteLength)));
+    // Views into the bytes read, not copies: a copy is fresh memory, which is slow to touch on some VMs (~2.5 MB
+    // for Qwen3). The offsets are copied only where the read buffer leaves them unaligned.
+    if (at + (header.size + 1) * 4 + header.size + header.bytes !== buffer.length) return undefined;
+    const start = buffer.byteOffset + at;
+    const offsets = start % 4 === 0 ? new Uint32Array(buffer.buffer, start, header.size + 1) : new Uint32Array(buffer.buffer.slice(start, start + (header.size + 1) * 4));
     at += offsets.byteLength;
-    const flags = new Uint8Array(buffer.subarray(at, at + header.size));
+    const flags = new Uint8Array(buffer.buffer, buffer.byteOffset + at, header.size);
     at += header.size;
-    const pieces = new Uint8Array(buffer.subarray(at, at + header.bytes));
+    const pieces = new Uint8Array(buffer.buffer, buffer.byteOffset + at, header.bytes);
     if (pieces.length !== header.bytes || flags.length !== header.size || offsets[header.size] !== header.bytes) return undefined;
-    if (payloadDigest([new Uint8Array(offsets.buffer), flags, pieces]) !== header.payload) return undefined;
+    if (payloadDigest([new Uint8Array(offsets.buffer, offsets.byteOffset, offsets.byteLength), flags, pieces]) !== header.payload) return undefined;
     return { size: header.size, pieces, offsets, flags, encoding: header.encoding };
   } catch {
     return undefined;
