@@ -139,7 +139,24 @@ const viewsBound = new WeakSet<ByteTable>();
  * view's byte index lists under one of its first bytes; for the first grammar bound to a view (the CLI's mask
  * binds one), one pass over the pieces (two passes fewer than building the index: ~40 ms of a Qwen3 start).
  */
+/** Skip rows by scan view, then by the bytes an automaton may start on: grammars that `detect` binds share most. */
+const skipRowsByStart = new WeakMap<ByteTable, Map<string, Uint8Array>>();
+
+/** Each automaton's skip row (shared, never written after it is built). */
 function skipRows(table: ByteTable, dfas: Dfa[]): Uint8Array[] {
+  let byStart = skipRowsByStart.get(table);
+  if (!byStart) skipRowsByStart.set(table, (byStart = new Map()));
+  const keys = dfas.map((dfa) => Buffer.from(dfa.firstBytes).toString('latin1'));
+  const missing = new Map<string, Dfa>();
+  dfas.forEach((dfa, k) => { if (!byStart.has(keys[k]) && !missing.has(keys[k])) missing.set(keys[k], dfa); });
+  if (missing.size) {
+    const rows = buildSkipRows(table, [...missing.values()]);
+    [...missing.keys()].forEach((key, k) => byStart.set(key, rows[k]));
+  }
+  return keys.map((key) => byStart.get(key)!);
+}
+
+function buildSkipRows(table: ByteTable, dfas: Dfa[]): Uint8Array[] {
   const index = byteIndexes.get(table) ?? (viewsBound.has(table) ? byteIndex(table) : undefined);
   viewsBound.add(table);
   if (index) {
