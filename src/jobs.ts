@@ -59,6 +59,8 @@ export interface JobsStats {
   mainCpuMs?: number;
   /** The main thread's CPU time since it started (its start, the grammar and tables, and the above). */
   mainThreadCpuMs?: number;
+  /** Wall time of the output's writes, one after another (on libuv's thread pool: a serial stage of its own). */
+  writeMs: number;
   /** From the first read to the last chunk written. */
   wallMs: number;
 }
@@ -76,8 +78,8 @@ export interface ParallelRun {
   setup: WorkerSetup;
   /** A JSONL file, or `-` for stdin. */
   input: string;
-  /** A chunk's output lines, in input order. */
-  write(bytes: Uint8Array): void;
+  /** A chunk's output lines, in input order; a promise: the next write waits for it (the main thread does not). */
+  write(bytes: Uint8Array): void | Promise<void>;
   log(line: string): void;
   summary: RunSummary;
   progress?: Progress;
@@ -114,28 +116,40 @@ export async function maskInParallel(run: ParallelRun): Promise<void> {
   let next = 0;
   let bytesDone = 0;
   let workerBusyMs = 0;
+  let writeMs = 0;
   let workerCpuMs: number | undefined = run.setup.stats ? 0 : undefined;
   let workerStartCpuMs: number | undefined = run.setup.stats ? 0 : undefined;
   const addCpu = (sum: number | undefined, ms: number | undefined) => (sum === undefined || ms === undefined ? undefined : sum + ms);
   const workers: Worker[] = [];
-  // Each chunk's output goes out once every chunk before it has: in input order, as soon as it can.
+  /** Chunks whose output is written (`next` counts those handed to the writer). */
+  let written = 0;
+  /** The writes, one after another: each chunk's waits for the one before. */
+  let writing: Promise<void> = Promise.resolve();
+  // Each chunk's output goes out once every chunk before it has: in input order, as soon as it can. Its log
+  // lines and counts are taken now; its bytes are written while the main thread goes on handing out chunks.
   const writeReady = () => {
     for (let done = ready.get(next); done; done = ready.get(next)) {
       ready.delete(next);
       const { worker, bytes } = sent.get(next)!;
       sent.delete(next);
+      next++;
       workerBusyMs += done.busyMs ?? 0;
       workerCpuMs = addCpu(workerCpuMs, done.cpuMs);
-      run.write(done.out!);
-      // The output buffer goes back to its worker for a later chunk.
-      const buffer = done.out!.buffer;
-      workers[worker].postMessage({ recycle: buffer }, [buffer]);
       for (const line of done.logs!) run.log(line);
       addSummary(run.summary, done.summary!);
-      bytesDone += bytes;
-      next++;
-      run.progress?.update(bytesDone, run.summary.rollouts + run.summary.failed, run.summary.tokens);
-      run.written();
+      const out = done.out!;
+      let started = 0;
+      writing = writing.then(() => { started = performance.now(); return run.write(out); }).then(() => {
+        writeMs += performance.now() - started;
+        // The output buffer goes back to its worker for a later chunk.
+        workers[worker].postMessage({ recycle: out.buffer }, [out.buffer]);
+        bytesDone += bytes;
+        written++;
+        run.progress?.update(bytesDone, run.summary.rollouts + run.summary.failed, run.summary.tokens);
+        run.written();
+        rouse();
+      });
+      writing.catch((error: Error) => fail(error));
     }
   };
   for (let k = 0; k < run.jobs; k++) {
@@ -175,16 +189,19 @@ export async function maskInParallel(run: ParallelRun): Promise<void> {
       sent.set(seq, { worker, bytes: chunk.bytes, lines: last > chunk.first ? `lines ${chunk.first}-${last}` : `line ${chunk.first}` });
       workers[worker].postMessage({ seq, chunk } satisfies ChunkJob, chunk.buffer.byteLength ? [chunk.buffer] : []);
       seq++;
-      while (!failure && seq - next >= IN_FLIGHT_PER_WORKER * run.jobs) await sleep();
+      // Chunks not yet written count as in flight: memory stays bounded while the output is slow.
+      while (!failure && seq - written >= IN_FLIGHT_PER_WORKER * run.jobs) await sleep();
     }
-    while (!failure && next < seq) await sleep();
+    while (!failure && written < seq) await sleep();
     if (failure) throw failure;
     const mainCpu1 = mainCpu0 === undefined ? undefined : threadCpuMs();
     run.stats?.({
       jobs: run.jobs, tokens: run.summary.tokens, workerBusyMs, workerCpuMs, workerStartCpuMs,
-      mainCpuMs: mainCpu1 === undefined ? undefined : mainCpu1 - mainCpu0!, mainThreadCpuMs: mainCpu1, wallMs: performance.now() - started,
+      mainCpuMs: mainCpu1 === undefined ? undefined : mainCpu1 - mainCpu0!, mainThreadCpuMs: mainCpu1, writeMs, wallMs: performance.now() - started,
     });
   } finally {
+    // A write under way finishes before the caller closes (or removes) the output.
+    await writing.catch(() => {});
     stopping = true;
     await Promise.all(workers.map((worker) => worker.terminate()));
   }

@@ -8,7 +8,7 @@ import type { Frame } from './conformance.ts';
 import { inputIsStream, JsonlWriter, OutputClosed, OutputError } from './io/jsonl.ts';
 import { generalRecord, readRecord, readRecordBatches, recordId, recordText, type InputRecord } from './io/records.ts';
 import { ByteOut, MaskLines, type TextOut } from './io/mask-lines.ts';
-import { maskInParallel } from './jobs.ts';
+import { maskInParallel, threadCpuMs } from './jobs.ts';
 import { errorLine, idJson, idOf, idText, errorMessage, writable, writeMaskLine } from './io/lines.ts';
 import { parquetColumns, ParquetRowWriter, ParquetValueError, type DeclaredColumn } from './io/parquet.ts';
 import { jsonText } from './io/json.ts';
@@ -34,6 +34,8 @@ export interface Sink {
   json?: TextOut;
   /** Whole output lines as bytes (the batched mask path's), after what `json` holds. */
   bytes?(data: Uint8Array): void;
+  /** The same, written while this thread goes on (`--jobs`); resolves once written. */
+  bytesAsync?(data: Uint8Array): Promise<void>;
   /** An output object: its id as read (Parquet keeps its type) and as JSON (`idJson`), then the other fields. */
   write(id: unknown, idText: string, rest: Record<string, unknown>): void;
   /** A sink that takes each masked rollout itself (`show`'s text) instead of output fields; mask mode only. */
@@ -97,6 +99,7 @@ async function openSink(output: string | undefined, input: string, own: Declared
   return {
     json: writer,
     bytes: (data) => writer.writeBytes(data),
+    bytesAsync: (data) => writer.writeBytesAsync(data),
     write: (_id, idText, rest) => writer.write(`{"id":${idText},${JSON.stringify(rest).slice(1)}\n`),
     error: (id, line, message) => writer.write(errorLine(id, line, message)),
     raw: (value) => writer.write(`${jsonText(value)}\n`),
@@ -285,7 +288,7 @@ export async function runRollouts(pool: MaskerPool, options: RunOptions): Promis
         jobs,
         setup: { ...pool.source, table: pool.tokenizer.table, options: pool.options, output, where, stats: !!process.env.TAGMASK_JOBS_STATS },
         input,
-        write: (data) => sink.bytes!(data),
+        write: (data) => (sink.bytesAsync ? sink.bytesAsync(data) : sink.bytes!(data)),
         log,
         summary,
         progress,
@@ -302,6 +305,8 @@ export async function runRollouts(pool: MaskerPool, options: RunOptions): Promis
       progress?.update(bytes, summary.rollouts + summary.failed, summary.tokens);
       if (streaming) sink.flush();
     }
+    // For the bench (bench/jobs.ts): one thread's own CPU, to set against a parallel run's threads.
+    if (fast && jobs === 1 && process.env.TAGMASK_JOBS_STATS) process.stderr.write(`TAGMASK_JOBS_STATS ${JSON.stringify({ jobs: 1, tokens: summary.tokens, mainThreadCpuMs: threadCpuMs() })}\n`);
     progress?.done();
     sink.close();
   } catch (error) {

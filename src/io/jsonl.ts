@@ -11,10 +11,17 @@ import { randomBytes } from 'node:crypto';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileFormat } from './format.ts';
 import { createGunzip, gzipSync } from 'node:zlib';
-import { type Stats, closeSync, createReadStream, fstatSync, openSync, read, readSync, realpathSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { type Stats, closeSync, createReadStream, fstatSync, openSync, read, readSync, realpathSync, renameSync, rmSync, statSync, write, writeSync } from 'node:fs';
 
-const READ_CHUNK = 1 << 23;
+/**
+ * Bytes read at a time. Small on purpose: the two read buffers are the CLI's largest fresh memory, and first-touched
+ * memory is slow on some VMs (~4-10 ms per MiB on the 2-core bench machine, bench/README.md); 1 MiB reads took
+ * ~15 % of the CPU time off `tagmask mask` on 20 M tokens against 8 MiB ones (paired runs).
+ */
+export const READ_CHUNK = 1 << 20;
 const BUFFER = 1 << 22;
+/** Bytes handed to `writeBytes` at once from this size on go to the output as they are, not through the buffer. */
+const DIRECT_BYTES = 1 << 16;
 /** Longest string written in one piece: at 3 bytes per unit it fits the buffer. */
 const SLICE = BUFFER / 8;
 
@@ -205,13 +212,15 @@ export function* readJsonl(path: string): Generator<Line> {
  * signal (Ctrl-C, SIGTERM) is handled mid-run and the temporary output is removed. Each batch's lines
  * are valid until the next batch is asked for.
  */
-export async function* readJsonlBatches(path: string, maxLine = MAX_LINE_BYTES): AsyncGenerator<Line[]> {
+export async function* readJsonlBatches(path: string, maxLine = MAX_LINE_BYTES, chunk = READ_CHUNK): AsyncGenerator<Line[]> {
   const fd = openInput(path);
-  const splitter = new LineSplitter(READ_CHUNK, maxLine);
+  const splitter = new LineSplitter(chunk, maxLine);
   // The next read is under way (on libuv's thread pool) while the caller works on the lines of this one.
   let pending: Promise<number> | undefined;
   try {
-    for (pending = readSomeAsync(fd, splitter.buffer, splitter.space()); ;) {
+    // space() first: it may replace the buffer with a bigger one, which is where the read must go (read into the
+    // old, full one it would get 0 bytes, taken for the end of the input).
+    for (pending = readInto(fd, splitter); ;) {
       const read = await pending;
       pending = undefined;
       const lines = splitter.lines(read);
@@ -220,7 +229,7 @@ export async function* readJsonlBatches(path: string, maxLine = MAX_LINE_BYTES):
         return;
       }
       splitter.release();
-      pending = readSomeAsync(fd, splitter.buffer, splitter.space());
+      pending = readInto(fd, splitter);
       if (lines.length) yield lines;
     }
   } finally {
@@ -228,6 +237,12 @@ export async function* readJsonlBatches(path: string, maxLine = MAX_LINE_BYTES):
     if (pending) await pending.catch(() => 0);
     if (fd !== 0) closeSync(fd);
   }
+}
+
+/** The next read of a splitter: into its buffer at `space()`, asked for first (it may grow the buffer). */
+function readInto(fd: number, splitter: LineSplitter): Promise<number> {
+  const at = splitter.space();
+  return readSomeAsync(fd, splitter.buffer, at);
 }
 
 /** Read into `buffer` from `at` on libuv's thread pool; a non-blocking descriptor with nothing yet is waited for. */
@@ -402,8 +417,9 @@ export class JsonlWriter {
 
   /** Append raw bytes (a Parquet writer's output goes through here, to get the same output safety). */
   writeBytes(bytes: Uint8Array): void {
-    if (!this.gzip && bytes.length >= BUFFER >> 1) {
-      // A chunk's worth (the fast mask path's lines) goes out as it is, after what is buffered: no copy.
+    if (!this.gzip && bytes.length >= DIRECT_BYTES) {
+      // A chunk's worth (the fast mask path's lines) goes out as it is, after what is buffered: no copy, and the
+      // buffer's pages are never touched (fresh memory is slow).
       this.flush();
       this.send(bytes, bytes.length);
       return;
@@ -484,9 +500,34 @@ export class JsonlWriter {
         const code = (error as NodeJS.ErrnoException).code;
         // stdout as a non-blocking pipe: wait for the reader and retry.
         if (code === 'EAGAIN') { pause(); continue; }
-        // A write error ends the run: what was written so far is never offered as output.
-        this.failed = code === 'EPIPE' && this.destination.fd === 1 ? new OutputClosed() : new OutputError(this.destination.name, error as Error);
-        throw this.failed;
+        throw this.failure(error as NodeJS.ErrnoException);
+      }
+    }
+  }
+
+  /** A write error ends the run: what was written so far is never offered as output. */
+  private failure(error: NodeJS.ErrnoException): Error {
+    this.failed = error.code === 'EPIPE' && this.destination.fd === 1 ? new OutputClosed() : new OutputError(this.destination.name, error);
+    return this.failed;
+  }
+
+  /**
+   * Append raw bytes, written on libuv's thread pool while this thread goes on (`mask --jobs`, whose main thread
+   * is the run's serial part: copying output into the page cache was over half of it). What is buffered goes
+   * first; resolves once all is written. A caller waits for each call before the next and writes nothing else
+   * meanwhile. Gzip output is compressed here, as `writeBytes` does.
+   */
+  async writeBytesAsync(bytes: Uint8Array): Promise<void> {
+    if (this.gzip) { this.writeBytes(bytes); return; }
+    this.flush();
+    const fd = this.destination.fd;
+    for (let at = 0; at < bytes.length;) {
+      if (this.failed) throw this.failed;
+      try {
+        at += await new Promise<number>((resolve, reject) => write(fd, bytes, at, bytes.length - at, null, (error, written) => (error ? reject(error) : resolve(written))));
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EAGAIN') { await new Promise((resolve) => setTimeout(resolve, 2)); continue; }
+        throw this.failure(error as NodeJS.ErrnoException);
       }
     }
   }

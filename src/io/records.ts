@@ -24,10 +24,11 @@ const RECORD_BATCH = 256;
 /**
  * Records of any input tagmask reads, a batch at a time (each batch's line bytes valid until the next is asked for).
  * `typedIds`: a Parquet row's `tokens` of ids comes as a Uint32Array (see ParquetReadOptions; `generalRecord` undoes it).
+ * `readChunk`: JSONL bytes read at a time (default src/io/jsonl.ts READ_CHUNK).
  */
-export async function* readRecordBatches(input: string, typedIds = false): AsyncGenerator<InputRecord[]> {
+export async function* readRecordBatches(input: string, typedIds = false, readChunk?: number): AsyncGenerator<InputRecord[]> {
   const format = fileFormat(input);
-  if (format === 'jsonl') { yield* readJsonlBatches(input); return; }
+  if (format === 'jsonl') { yield* readJsonlBatches(input, undefined, readChunk); return; }
   let batch: InputRecord[] = [];
   for await (const record of format === 'parquet' ? readParquetRows(input, { typedIds }) : readJsonlGz(input)) {
     batch.push(record);

@@ -13,6 +13,7 @@
  * the table, saying so where `onTableBuild` is set. Building the engine costs ~0.5–1.5 s on a large vocabulary,
  * so it is built on first use of encode/decode/applyChatTemplate only, warm cache or cold.
  */
+import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -22,7 +23,7 @@ import type { Tokenizer } from '@huggingface/tokenizers';
 import type { Template } from '@huggingface/jinja';
 import { PACKAGE_ROOT } from '../paths.ts';
 import { JsonlWriter } from '../io/jsonl.ts';
-import { buildByteTable, type ByteTable, type PieceEncoding, type TokenizerJson } from './table.ts';
+import { buildByteTable, byteTableFromVocabBytes, type ByteTable, type PieceEncoding, type TokenizerJson } from './table.ts';
 import { encoderFor, type ByteLevelEncoder } from './encoder.ts';
 import { isTiktokenPath, TIKTOKEN_FILE, tiktokenTokenizerJson } from './tiktoken.ts';
 
@@ -386,11 +387,15 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
     const say = tableLog;
     say?.(`${path}: first use, building its byte table${cacheFile ? ` (cached in ${dirname(cacheFile)})` : ''} …`, false);
     try {
-      say?.(`${path}: reading tokenizer.json …`, true);
-      const json = isTiktokenPath(path) ? parse() : (parseWithoutMerges(bytes ?? readFileSync(path)) ?? parse());
+      say?.(`${path}: reading the vocabulary and building the byte table …`, true);
+      // Straight from the bytes where that is certain to give the same table, else from the parsed file.
+      if (!isTiktokenPath(path)) table = tableFromBytes(bytes ??= readFileSync(path));
+      if (!table) {
+        const json = isTiktokenPath(path) ? parse() : (parseWithoutMerges(bytes ?? readFileSync(path)) ?? parse());
+        bytes = undefined;
+        table = buildByteTable(json);
+      }
       bytes = undefined;
-      say?.(`${path}: building the byte table …`, true);
-      table = buildByteTable(json);
     } catch (error) {
       const message = (error as Error).message;
       throw new Error(message.startsWith(path) ? message : `${path}: ${message}`);
@@ -403,39 +408,91 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
 }
 
 const MERGES_KEY = Buffer.from('"merges"');
+const VOCAB_KEY = Buffer.from('"vocab"');
 
 /**
- * tokenizer.json parsed with `model.merges` left empty: the byte table never reads the merges (only the encoder
- * does), and they are up to half of the file (gpt-oss: 26 MB). Undefined where the array cannot be found for
- * certain (the caller then parses the whole file): exactly one `"merges"` key followed by `[` (a vocabulary
- * entry named merges is followed by its id), its end found past strings and nested lists.
+ * Where the one value of `key` that opens with `open` (`[`, `{`) starts and ends ([start, end] at its brackets),
+ * found only where certain: exactly one such key followed by that bracket (a vocabulary entry named "merges" or
+ * "vocab" is followed by its id), its end found past strings and nested brackets. Undefined otherwise.
  */
-export function parseWithoutMerges(bytes: Buffer): TokenizerJson | undefined {
-  let open = -1;
-  for (let at = bytes.indexOf(MERGES_KEY); at >= 0; at = bytes.indexOf(MERGES_KEY, at + MERGES_KEY.length)) {
-    let k = at + MERGES_KEY.length;
+function valueRange(bytes: Buffer, key: Buffer, open: number): [number, number] | undefined {
+  const close = open + 2; // `[` → `]`, `{` → `}`
+  let start = -1;
+  for (let at = bytes.indexOf(key); at >= 0; at = bytes.indexOf(key, at + key.length)) {
+    let k = at + key.length;
     while (bytes[k] === 32 || bytes[k] === 10 || bytes[k] === 13 || bytes[k] === 9) k++;
     if (bytes[k++] !== 0x3a) continue;
     while (bytes[k] === 32 || bytes[k] === 10 || bytes[k] === 13 || bytes[k] === 9) k++;
-    if (bytes[k] !== 0x5b) continue;
-    if (open >= 0) return undefined;
-    open = k;
+    if (bytes[k] !== open) continue;
+    if (start >= 0) return undefined;
+    start = k;
   }
-  if (open < 0) return undefined;
+  if (start < 0) return undefined;
   let depth = 0;
-  let close = -1;
-  for (let k = open; k < bytes.length; k++) {
+  for (let k = start; k < bytes.length; k++) {
     const c = bytes[k];
     if (c === 0x22) {
       // A string: to its closing quote, past escapes.
       for (k++; k < bytes.length && bytes[k] !== 0x22; k++) if (bytes[k] === 0x5c) k++;
-    } else if (c === 0x5b) depth++;
-    else if (c === 0x5d && --depth === 0) { close = k; break; }
+    } else if (c === open) depth++;
+    else if (c === close && --depth === 0) return [start, k];
   }
-  if (close < 0) return undefined;
+  return undefined;
+}
+
+/**
+ * tokenizer.json parsed with `model.merges` left empty: the byte table never reads the merges (only the encoder
+ * does), and they are up to half of the file (gpt-oss: 26 MB). Undefined where the array cannot be found for
+ * certain (the caller then parses the whole file).
+ */
+export function parseWithoutMerges(bytes: Buffer): TokenizerJson | undefined {
+  const merges = valueRange(bytes, MERGES_KEY, 0x5b);
+  if (!merges) return undefined;
   try {
-    return JSON.parse(bytes.toString('utf8', 0, open + 1) + bytes.toString('utf8', close)) as TokenizerJson;
+    return JSON.parse(bytes.toString('utf8', 0, merges[0] + 1) + bytes.toString('utf8', merges[1])) as TokenizerJson;
   } catch {
+    return undefined;
+  }
+}
+
+/** What stands in for `model.vocab` in the parsed rest of the file: no real vocabulary is this (-1 is no id). */
+const VOCAB_STAND_IN = '{"":-1}';
+
+/**
+ * The byte table straight from tokenizer.json's bytes (issue 21 goal 5): the file parsed without `model.merges`
+ * and without `model.vocab`, whose object is read from the bytes (byteTableFromVocabBytes). Undefined wherever
+ * that is not certain to give what JSON.parse of the whole file gives (not UTF-8, the vocabulary not found as one
+ * object, the parsed rest not holding the stand-in at model.vocab, an unusual vocabulary): the caller then
+ * parses. Byte tables are identical either way (test/unit/table-bytes.test.ts, all bundled tokenizers).
+ */
+export function tableFromBytes(bytes: Buffer): ByteTable | undefined {
+  if (!isUtf8(bytes)) return undefined;
+  const vocab = valueRange(bytes, VOCAB_KEY, 0x7b);
+  if (!vocab) return undefined;
+  const merges = valueRange(bytes, MERGES_KEY, 0x5b);
+  // The two cuts in file order; merges are left in where they are not found for certain (or overlap the vocabulary).
+  const cuts: Array<{ range: [number, number]; with: string }> = [{ range: vocab, with: VOCAB_STAND_IN }];
+  if (merges && (merges[1] < vocab[0] || merges[0] > vocab[1])) cuts.push({ range: merges, with: '[]' });
+  cuts.sort((a, b) => a.range[0] - b.range[0]);
+  let text = '';
+  let at = 0;
+  for (const cut of cuts) {
+    text += bytes.toString('utf8', at, cut.range[0]) + cut.with;
+    at = cut.range[1] + 1;
+  }
+  text += bytes.toString('utf8', at);
+  let json: TokenizerJson;
+  try {
+    json = JSON.parse(text) as TokenizerJson;
+  } catch {
+    return undefined;
+  }
+  const standIn = json?.model?.vocab as unknown;
+  if (!standIn || typeof standIn !== 'object' || Array.isArray(standIn) || JSON.stringify(standIn) !== VOCAB_STAND_IN) return undefined;
+  try {
+    return byteTableFromVocabBytes(json, { bytes, open: vocab[0], close: vocab[1] });
+  } catch {
+    // An error about the file (added_tokens, a sparse table) is the whole-file path's to say, in its words.
     return undefined;
   }
 }
@@ -615,14 +672,17 @@ function readCachedTable(file: string, source: string): ByteTable | undefined {
     if (!(Number.isSafeInteger(header.size) && header.size >= 0 && Number.isSafeInteger(header.bytes) && header.bytes >= 0)) return undefined;
     let at = 4 + headerLength;
     at += (4 - (at % 4)) % 4;
-    const offsets = new Uint32Array(header.size + 1);
-    offsets.set(new Uint32Array(buffer.buffer.slice(buffer.byteOffset + at, buffer.byteOffset + at + offsets.byteLength)));
+    // Views into the bytes read, not copies: a copy is fresh memory, which is slow to touch on some VMs (~2.5 MB
+    // for Qwen3). The offsets are copied only where the read buffer leaves them unaligned.
+    if (at + (header.size + 1) * 4 + header.size + header.bytes !== buffer.length) return undefined;
+    const start = buffer.byteOffset + at;
+    const offsets = start % 4 === 0 ? new Uint32Array(buffer.buffer, start, header.size + 1) : new Uint32Array(buffer.buffer.slice(start, start + (header.size + 1) * 4));
     at += offsets.byteLength;
-    const flags = new Uint8Array(buffer.subarray(at, at + header.size));
+    const flags = new Uint8Array(buffer.buffer, buffer.byteOffset + at, header.size);
     at += header.size;
-    const pieces = new Uint8Array(buffer.subarray(at, at + header.bytes));
+    const pieces = new Uint8Array(buffer.buffer, buffer.byteOffset + at, header.bytes);
     if (pieces.length !== header.bytes || flags.length !== header.size || offsets[header.size] !== header.bytes) return undefined;
-    if (payloadDigest([new Uint8Array(offsets.buffer), flags, pieces]) !== header.payload) return undefined;
+    if (payloadDigest([new Uint8Array(offsets.buffer, offsets.byteOffset, offsets.byteLength), flags, pieces]) !== header.payload) return undefined;
     return { size: header.size, pieces, offsets, flags, encoding: header.encoding };
   } catch {
     return undefined;

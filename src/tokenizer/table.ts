@@ -95,13 +95,13 @@ function checkDensity(size: number, count: number): void {
   if (size > 16 * count + (1 << 16)) throw new Error(`ids are sparse: ${count} tokens spread over ids 0..${size - 1}; such a table is not built`);
 }
 
-/** Build the byte table from a parsed `tokenizer.json`. */
-export function buildByteTable(json: TokenizerJson): ByteTable {
+function checkJson(json: TokenizerJson): void {
   if (!json || typeof json !== 'object' || !json.model || typeof json.model !== 'object' || !json.model.vocab) {
     throw new Error('not a Hugging Face tokenizer.json: no model.vocab');
   }
-  const encoding = pieceEncodingOf(json);
-  const entries = vocabEntries(json);
+}
+
+function addedTokens(json: TokenizerJson): AddedTokenJson[] {
   const added = (json.added_tokens ?? []) as unknown[];
   if (!Array.isArray(added)) throw new Error('added_tokens: expected a list');
   added.forEach((token, index) => {
@@ -109,6 +109,15 @@ export function buildByteTable(json: TokenizerJson): ByteTable {
     if (!isId(id)) throw new Error(`added_tokens[${index}]: id ${JSON.stringify(id)} is not an integer from 0 to ${MAX_ID}`);
     if (typeof content !== 'string') throw new Error(`added_tokens[${index}]: content must be a string`);
   });
+  return added as AddedTokenJson[];
+}
+
+/** Build the byte table from a parsed `tokenizer.json`. */
+export function buildByteTable(json: TokenizerJson): ByteTable {
+  checkJson(json);
+  const encoding = pieceEncodingOf(json);
+  const entries = vocabEntries(json);
+  const added = addedTokens(json);
   let size = 0;
   for (const [, id] of entries) if (id + 1 > size) size = id + 1;
   for (const token of added as AddedTokenJson[]) if (token.id + 1 > size) size = token.id + 1;
@@ -138,7 +147,11 @@ export function buildByteTable(json: TokenizerJson): ByteTable {
     length[token.id] = at - start[token.id];
     flags[token.id] = KNOWN | (token.special ? SPECIAL : 0);
   }
+  return inIdOrder(size, scratch, start, length, flags, encoding);
+}
 
+/** The table from each id's bytes in `scratch` (at `start[id]`, `length[id]` long), copied in id order. */
+function inIdOrder(size: number, scratch: Uint8Array, start: Int32Array, length: Int32Array, flags: Uint8Array, encoding: PieceEncoding): ByteTable {
   const offsets = new Uint32Array(size + 1);
   let total = 0;
   for (let id = 0; id < size; id++) {
@@ -191,4 +204,244 @@ export function textOf(table: ByteTable, ids: ArrayLike<number>, start = 0, end 
     at += piece.length;
   }
   return new TextDecoder().decode(bytes);
+}
+
+/** Where a vocabulary object `{"piece": id, …}` lies in tokenizer.json's bytes: `open` at its `{`, `close` at its `}`. */
+export interface VocabBytes { bytes: Uint8Array; open: number; close: number }
+
+const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+
+/**
+ * The byte table of a tokenizer.json whose `model.vocab` object was left out of `json` and is read here straight
+ * from the file's bytes: no string or property per piece (JSON.parse of a 200,000-key object and Object.entries
+ * of it were most of a cold start). The bytes must be valid UTF-8 (the caller checks). Undefined wherever the
+ * result could differ from `buildByteTable` on the whole file, which the caller then uses: an id that is not a
+ * plain integer up to MAX_ID, two pieces with one id, the same piece twice (JSON.parse keeps the last),
+ * anything that is not a flat object of strings to numbers.
+ */
+export function byteTableFromVocabBytes(json: TokenizerJson, vocab: VocabBytes): ByteTable | undefined {
+  checkJson(json);
+  const encoding = pieceEncodingOf(json);
+  const added = addedTokens(json);
+  const { bytes, open, close } = vocab;
+  if (bytes[open] !== 0x7b || bytes[close] !== 0x7d) return undefined;
+  const decoder = encoding === 'byte-level' ? byteLevelDecoder() : undefined;
+  // Per piece in file order: its id, and where its bytes are in `scratch`.
+  // Sized for the vocabulary at hand (entries run ~15-25 bytes; more than 12 apiece is rare): growing costs more than sizing.
+  const estimate = Math.max(1024, Math.ceil((close - open) / 12));
+  let ids: Int32Array = new Int32Array(estimate);
+  let starts: Int32Array = new Int32Array(estimate);
+  let count = 0;
+  let scratch: Uint8Array = new Uint8Array(close - open + 1024);
+  let used = 0;
+  const seen = new PieceSet(bytes, estimate);
+  let at = open + 1;
+  while (isSpace(bytes[at])) at++;
+  if (at !== close) for (;;) {
+    if (bytes[at] !== 0x22) return undefined;
+    const keyStart = at + 1;
+    let escaped = false;
+    let control = false;
+    for (at = keyStart; at < close && bytes[at] !== 0x22; at++) {
+      if (bytes[at] === 0x5c) { escaped = true; at++; } else if (bytes[at] < 0x20) control = true;
+    }
+    // A raw control character is not JSON: the whole-file path says so.
+    if (at >= close || control) return undefined;
+    const keyEnd = at++;
+    while (isSpace(bytes[at])) at++;
+    if (bytes[at++] !== 0x3a) return undefined;
+    while (isSpace(bytes[at])) at++;
+    // A plain integer (JSON has no leading zeros; a sign, fraction or exponent is left to the whole-file path).
+    let c = bytes[at];
+    if (c < 0x30 || c > 0x39) return undefined;
+    let id = c - 0x30;
+    c = bytes[++at];
+    if (id === 0 && c >= 0x30 && c <= 0x39) return undefined;
+    while (c >= 0x30 && c <= 0x39) {
+      id = id * 10 + c - 0x30;
+      if (id > MAX_ID) return undefined;
+      c = bytes[++at];
+    }
+    while (isSpace(bytes[at])) at++;
+    const next = bytes[at];
+    if (next !== 0x2c && next !== 0x7d) return undefined;
+    // The piece's bytes into scratch.
+    if (count === ids.length) { ids = grown(ids); starts = grown(starts); }
+    if (scratch.length - used < 3 * (keyEnd - keyStart) + 16) scratch = grownBytes(scratch, used + 3 * (keyEnd - keyStart) + 16);
+    ids[count] = id;
+    starts[count++] = used;
+    if (escaped) {
+      // Rare (`"\""`, `"\\"`, `"\u00…"`): the string as JSON.parse reads it, written as the object path writes it.
+      let piece: string;
+      try {
+        piece = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset + keyStart - 1, keyEnd - keyStart + 2).toString('utf8')) as string;
+      } catch {
+        return undefined;
+      }
+      if (!seen.add(utf8.encode(piece))) return undefined;
+      used = writePiece(piece, encoding, decoder, scratch, used);
+    } else {
+      if (!seen.addRange(keyStart, keyEnd)) return undefined;
+      used = writeRawPiece(bytes, keyStart, keyEnd, encoding, decoder, scratch, used);
+    }
+    if (next === 0x7d) { if (at !== close) return undefined; break; }
+    at++;
+    while (isSpace(bytes[at])) at++;
+  }
+  let size = 0;
+  for (let k = 0; k < count; k++) if (ids[k] + 1 > size) size = ids[k] + 1;
+  for (const token of added) if (token.id + 1 > size) size = token.id + 1;
+  checkDensity(size, count + added.length);
+  const start = new Int32Array(size);
+  const length = new Int32Array(size);
+  const flags = new Uint8Array(size);
+  for (let k = 0; k < count; k++) {
+    const id = ids[k];
+    // Two pieces with one id: which one the object keeps depends on its key order (integer-like keys first), left to it.
+    if (flags[id]) return undefined;
+    start[id] = starts[k];
+    length[id] = (k + 1 < count ? starts[k + 1] : used) - starts[k];
+    flags[id] = KNOWN;
+  }
+  let room = 0;
+  for (const token of added) room += 3 * token.content.length;
+  if (scratch.length - used < room) scratch = grownBytes(scratch, used + room);
+  for (const token of added) {
+    start[token.id] = used;
+    used += utf8.encodeInto(token.content, scratch.subarray(used)).written;
+    length[token.id] = used - start[token.id];
+    flags[token.id] = KNOWN | (token.special ? SPECIAL : 0);
+  }
+  return inIdOrder(size, scratch, start, length, flags, encoding);
+}
+
+function grown(array: Int32Array): Int32Array {
+  const bigger = new Int32Array(array.length * 2);
+  bigger.set(array);
+  return bigger;
+}
+
+function grownBytes(array: Uint8Array, need: number): Uint8Array {
+  const bigger = new Uint8Array(Math.max(need, array.length * 2));
+  bigger.set(array);
+  return bigger;
+}
+
+/**
+ * What `writePiece` writes for a piece whose JSON string has no escape, from its UTF-8 bytes [from, to) in `bytes`
+ * (valid UTF-8, so they are the string's own encoding).
+ */
+function writeRawPiece(bytes: Uint8Array, from: number, to: number, encoding: PieceEncoding, decoder: Int16Array | undefined, out: Uint8Array, at: number): number {
+  if (encoding === 'byte-level') {
+    const begin = at;
+    for (let i = from; i < to; i++) {
+      const c = bytes[i];
+      let code = c;
+      // Two-byte sequences cover U+0080..U+07FF, which holds all of the byte alphabet (up to U+0143).
+      if (c >= 0x80) code = c >= 0xc2 && c <= 0xdf && i + 1 < to ? ((c & 0x1f) << 6) | (bytes[++i] & 0x3f) : 0xffff;
+      const byte = code < decoder!.length ? decoder![code] : -1;
+      // A character outside the byte alphabet: the whole piece as its UTF-8, as writePiece does.
+      if (byte < 0) { out.set(bytes.subarray(from, to), begin); return begin + to - from; }
+      out[at++] = byte;
+    }
+    return at;
+  }
+  if (encoding === 'sentencepiece') {
+    // `<0xAB>`: that byte (the regular expression BYTE_FALLBACK, on bytes).
+    if (to - from === 6 && bytes[from] === 0x3c && bytes[from + 1] === 0x30 && bytes[from + 2] === 0x78 && bytes[from + 5] === 0x3e && isHex(bytes[from + 3]) && isHex(bytes[from + 4])) {
+      out[at] = (hexValue(bytes[from + 3]) << 4) | hexValue(bytes[from + 4]);
+      return at + 1;
+    }
+    // U+2581 (E2 96 81) is a space.
+    for (let i = from; i < to; i++) {
+      if (bytes[i] === 0xe2 && bytes[i + 1] === 0x96 && bytes[i + 2] === 0x81 && i + 2 < to) { out[at++] = 0x20; i += 2; } else out[at++] = bytes[i];
+    }
+    return at;
+  }
+  out.set(bytes.subarray(from, to), at);
+  return at + to - from;
+}
+
+const isHex = (c: number) => (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
+const hexValue = (c: number) => (c <= 0x39 ? c - 0x30 : (c | 0x20) - 0x61 + 10);
+
+/**
+ * Pieces seen, by their UTF-8 bytes (equal strings have equal bytes): open addressing over FNV-1a hashes, each
+ * slot holding a piece's place (raw: a range of the file; escaped: a copy kept aside).
+ */
+class PieceSet {
+  private slots: Int32Array;
+  private from: Int32Array;
+  private to: Int32Array;
+  /** Each piece's hash, kept for rehashing. */
+  private hashes: Int32Array;
+  private kept: Uint8Array[] = [];
+  private count = 0;
+
+  constructor(private readonly bytes: Uint8Array, expected: number) {
+    // From the estimate, which runs high (real vocabularies fill ~60% of it); kept at most half full by rehashing. A
+    // table no larger than needed stays in the processor's cache.
+    this.slots = new Int32Array(2 ** Math.ceil(Math.log2(1.25 * expected + 2)));
+    this.from = new Int32Array(expected);
+    this.to = new Int32Array(expected);
+    this.hashes = new Int32Array(expected);
+  }
+
+  /** False if a piece with these bytes was added before. */
+  addRange(from: number, to: number): boolean {
+    return this.insert(this.bytes, from, to, from, to);
+  }
+
+  add(piece: Uint8Array): boolean {
+    // Kept pieces are told apart from ranges by a negative `from`: -(index + 1).
+    const index = this.kept.length;
+    if (!this.insert(piece, 0, piece.length, -(index + 1), piece.length)) return false;
+    this.kept.push(piece);
+    return true;
+  }
+
+  private insert(bytes: Uint8Array, from: number, to: number, storedFrom: number, storedTo: number): boolean {
+    if (2 * (this.count + 1) > this.slots.length) this.rehash();
+    const hash = fnv(bytes, from, to) | 0;
+    const mask = this.slots.length - 1;
+    for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
+      const entry = this.slots[slot];
+      if (entry === 0) {
+        if (this.count === this.from.length) { this.from = grown(this.from); this.to = grown(this.to); this.hashes = grown(this.hashes); }
+        this.hashes[this.count] = hash;
+        this.from[this.count] = storedFrom;
+        this.to[this.count] = storedTo;
+        this.slots[slot] = ++this.count;
+        return true;
+      }
+      if (this.equal(entry - 1, bytes, from, to)) return false;
+    }
+  }
+
+  private equal(entry: number, bytes: Uint8Array, from: number, to: number): boolean {
+    const storedFrom = this.from[entry];
+    const other = storedFrom < 0 ? this.kept[-storedFrom - 1] : this.bytes;
+    const start = storedFrom < 0 ? 0 : storedFrom;
+    const end = storedFrom < 0 ? other.length : this.to[entry];
+    if (end - start !== to - from) return false;
+    for (let i = 0; i < to - from; i++) if (other[start + i] !== bytes[from + i]) return false;
+    return true;
+  }
+
+  private rehash(): void {
+    const slots = new Int32Array(this.slots.length * 2);
+    const mask = slots.length - 1;
+    for (let entry = 0; entry < this.count; entry++) {
+      let slot = this.hashes[entry] & mask;
+      while (slots[slot] !== 0) slot = (slot + 1) & mask;
+      slots[slot] = entry + 1;
+    }
+    this.slots = slots;
+  }
+}
+
+function fnv(bytes: Uint8Array, from: number, to: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = from; i < to; i++) hash = Math.imul(hash ^ bytes[i], 0x01000193);
+  return hash >>> 0;
 }

@@ -166,6 +166,30 @@ describe('mask --jobs N', () => {
     expect(readFileSync(out, 'utf8')).toBe('old output\n');
   }, 60_000);
 
+  it('a full disk (small tmpfs) is a write error: exit 2, the output named, old output kept, nothing left beside it', async (context) => {
+    const mount = join(dir, 'tmpfs');
+    mkdirSync(mount);
+    const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mount]);
+    if (mounted.status !== 0) {
+      // Needs root (or CAP_SYS_ADMIN) and a kernel that allows tmpfs mounts in this container.
+      console.warn(`skipped: cannot mount a tmpfs here (${String(mounted.stderr).trim()})`);
+      context.skip();
+      return;
+    }
+    try {
+      const out = join(mount, 'masks.jsonl');
+      writeFileSync(out, 'old output\n');
+      const run = await tagmask([...MASK, input, '-o', out, '--jobs', '2']);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toMatch(/cannot write .*masks\.jsonl: ENOSPC/);
+      expect(run.stderr).not.toMatch(/rollouts masked/);
+      expect(readFileSync(out, 'utf8')).toBe('old output\n');
+      expect(readdirSync(mount)).toEqual(['masks.jsonl']);
+    } finally {
+      spawnSync('umount', [mount]);
+    }
+  }, 60_000);
+
   it('| head: a closed pipe ends the run quietly, exit 0', () => {
     const good = join(dir, 'good.jsonl');
     const line = JSON.stringify({ id: 'g', tokens: samples[0].tokens });
