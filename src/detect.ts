@@ -138,8 +138,8 @@ interface Stream { bytes: Buffer; starts: Int32Array; unknown: number }
 
 /**
  * Every rollout's bytes back to back in one buffer (rollout `r` is `all[base[r] .. base[r + 1]]`, and `streams[r]`
- * a view of it), so that a literal is searched once for all rollouts and all grammars (`hits`), not once per
- * rollout per grammar.
+ * a view of it), so that the literals are searched once for all rollouts and all grammars (`hits`, filled by
+ * `literalHits`), not once per literal per rollout per grammar.
  */
 interface Streams { all: Buffer; base: Int32Array; streams: Stream[]; hits: Map<string, Int32Array> }
 
@@ -176,15 +176,55 @@ function streamsOf(table: ByteTable, rollouts: readonly DetectRollout[]): Stream
   return { all, base, streams, hits: new Map() };
 }
 
-/** Where `literal` starts in `all`, every place, overlapping ones too (searched once, then kept). */
-function hitsOf(streams: Streams, literal: string): Int32Array {
-  let hits = streams.hits.get(literal);
-  if (hits) return hits;
-  const needle = Buffer.from(literal, 'utf8');
-  const found: number[] = [];
-  for (let at = streams.all.indexOf(needle); at >= 0; at = streams.all.indexOf(needle, at + 1)) found.push(at);
-  hits = Int32Array.from(found);
-  streams.hits.set(literal, hits);
+/**
+ * Where each literal starts in `bytes`, every place, overlapping ones too, in one pass for all of them
+ * (Aho–Corasick: a literal may be another's part, so each state also links to the longest literal ending there).
+ * Each literal's places come out in increasing order.
+ */
+export function literalHits(bytes: Uint8Array, literals: readonly string[]): Map<string, Int32Array> {
+  const encoded = literals.map((literal) => Buffer.from(literal, 'utf8'));
+  const children: Array<Map<number, number>> = [new Map()];
+  const ends: number[] = [-1];
+  const stateOf = new Int32Array(literals.length);
+  encoded.forEach((needle, index) => {
+    let state = 0;
+    for (const byte of needle) {
+      let next = children[state].get(byte);
+      if (next === undefined) { next = children.length; children.push(new Map()); ends.push(-1); children[state].set(byte, next); }
+      state = next;
+    }
+    if (state !== 0 && ends[state] < 0) ends[state] = index;
+    stateOf[index] = state;
+  });
+  const count = children.length;
+  const delta = new Int32Array(count * 256);
+  const fail = new Int32Array(count);
+  // The nearest state on the failure chain (itself excluded) that ends a literal, or -1.
+  const output = new Int32Array(count).fill(-1);
+  const queue: number[] = [];
+  for (const [byte, next] of children[0]) { delta[byte] = next; queue.push(next); }
+  for (let head = 0; head < queue.length; head++) {
+    const state = queue[head];
+    delta.copyWithin(state * 256, fail[state] * 256, fail[state] * 256 + 256);
+    for (const [byte, next] of children[state]) {
+      const to = delta[fail[state] * 256 + byte];
+      fail[next] = to;
+      output[next] = ends[to] >= 0 ? to : output[to];
+      delta[state * 256 + byte] = next;
+      queue.push(next);
+    }
+  }
+  const found: number[][] = literals.map(() => []);
+  for (let i = 0, state = 0; i < bytes.length; i++) {
+    state = delta[state * 256 + bytes[i]];
+    for (let at = ends[state] >= 0 ? state : output[state]; at >= 0; at = output[at]) {
+      const index = ends[at];
+      found[index].push(i + 1 - encoded[index].length);
+    }
+  }
+  const hits = new Map<string, Int32Array>();
+  // Two texts with the same bytes share the places found for the first.
+  literals.forEach((literal, index) => hits.set(literal, Int32Array.from(stateOf[index] ? found[ends[stateOf[index]]] : [])));
   return hits;
 }
 
@@ -194,7 +234,7 @@ function hitsOf(streams: Streams, literal: string): Int32Array {
  * Returns the total and the number of rollouts it occurs in.
  */
 function occurrences(streams: Streams, literal: string, from: Int32Array): { count: number; rollouts: number } {
-  const hits = hitsOf(streams, literal);
+  const hits = streams.hits.get(literal)!;
   const length = Buffer.byteLength(literal, 'utf8');
   const { base } = streams;
   let count = 0;
@@ -435,6 +475,9 @@ const quoteList = (items: string[]) => items.map((item) => JSON.stringify(item))
 export function detectGrammar(rollouts: DetectRollout[], table: ByteTable, candidates?: Array<{ name: string; grammar: CompiledGrammar }>): Detection {
   const list = candidates ?? bundledGrammarNames().map((name) => ({ name, grammar: loadGrammar(name) }));
   const corpus = streamsOf(table, rollouts);
+  // Every literal any candidate counts, found in one pass over all the rollouts' bytes.
+  const counted = new Set(list.flatMap(({ grammar }) => [...grammarLiterals(grammar.grammar).keys()].filter((literal) => literal.trim())));
+  corpus.hits = literalHits(corpus.all, [...counted]);
   const { streams } = corpus;
   const unknownIds = streams.reduce((n, stream) => n + stream.unknown, 0);
   const judged = list.map(({ name, grammar }) => judge(name, grammar, table, rollouts, corpus));

@@ -139,7 +139,24 @@ const viewsBound = new WeakSet<ByteTable>();
  * view's byte index lists under one of its first bytes; for the first grammar bound to a view (the CLI's mask
  * binds one), one pass over the pieces (two passes fewer than building the index: ~40 ms of a Qwen3 start).
  */
+/** Skip rows by scan view, then by the bytes an automaton may start on: grammars that `detect` binds share most. */
+const skipRowsByStart = new WeakMap<ByteTable, Map<string, Uint8Array>>();
+
+/** Each automaton's skip row (shared, never written after it is built). */
 function skipRows(table: ByteTable, dfas: Dfa[]): Uint8Array[] {
+  let byStart = skipRowsByStart.get(table);
+  if (!byStart) skipRowsByStart.set(table, (byStart = new Map()));
+  const keys = dfas.map((dfa) => Buffer.from(dfa.firstBytes).toString('latin1'));
+  const missing = new Map<string, Dfa>();
+  dfas.forEach((dfa, k) => { if (!byStart.has(keys[k]) && !missing.has(keys[k])) missing.set(keys[k], dfa); });
+  if (missing.size) {
+    const rows = buildSkipRows(table, [...missing.values()]);
+    [...missing.keys()].forEach((key, k) => byStart.set(key, rows[k]));
+  }
+  return keys.map((key) => byStart.get(key)!);
+}
+
+function buildSkipRows(table: ByteTable, dfas: Dfa[]): Uint8Array[] {
   const index = byteIndexes.get(table) ?? (viewsBound.has(table) ? byteIndex(table) : undefined);
   viewsBound.add(table);
   if (index) {
@@ -214,20 +231,39 @@ function buildTables(grammar: CompiledGrammar, table: ByteTable): GrammarTables 
   const { size, flags } = view.table;
   const skip = skipRows(view.table, dfas);
 
-  const isPadding = new Uint8Array(size);
-  // Padding is found by each id's own text (the real table): a padding token is one whole token.
-  const padTexts = new Set(grammar.grammar.padding);
-  const stopTexts = new Set(grammar.grammar.stop);
+  const isPadding = paddingIds(table, grammar.grammar.padding, grammar.grammar.stop);
+  return { grammar, table, scan: view.table, ...literals, skip, memo: dfas.map(newMemo), isPadding };
+}
+
+/** Padding tables by vocabulary, then by padding and stop texts: `detect` binds 18 grammars, most with the same padding. */
+const paddingTables = new WeakMap<ByteTable, Map<string, Uint8Array>>();
+
+/**
+ * Per id: 1 when the token's own text (the real table: a padding token is one whole token) is a padding text,
+ * 3 when it is also a stop text. Shared and never written after it is built.
+ */
+function paddingIds(table: ByteTable, padding: readonly string[], stop: readonly string[]): Uint8Array {
+  const key = JSON.stringify([padding, stop]);
+  let byTexts = paddingTables.get(table);
+  if (!byTexts) paddingTables.set(table, (byTexts = new Map()));
+  let isPadding = byTexts.get(key);
+  if (isPadding) return isPadding;
+  const { size, flags, offsets, pieces } = table;
+  isPadding = new Uint8Array(size);
+  const padTexts = new Set(padding);
+  const stopTexts = new Set(stop);
   const decoder = new TextDecoder();
   // Decode only the ids that could be a padding text (same first byte): a per-id decode costs ~40 ms.
-  const firstBytes = new Set(grammar.grammar.padding.map((text) => new TextEncoder().encode(text)[0]));
+  const firstByte = new Uint8Array(256);
+  for (const text of padding) { const bytes = new TextEncoder().encode(text); if (bytes.length) firstByte[bytes[0]] = 1; }
   for (let id = 0; id < size; id++) {
-    const length = table.offsets[id + 1] - table.offsets[id];
-    if (!(length > 0 && length < 64 && (flags[id] & KNOWN) && firstBytes.has(table.pieces[table.offsets[id]]))) continue;
-    const text = decoder.decode(table.pieces.subarray(table.offsets[id], table.offsets[id + 1]));
+    const length = offsets[id + 1] - offsets[id];
+    if (!(length > 0 && length < 64 && (flags[id] & KNOWN) && firstByte[pieces[offsets[id]]])) continue;
+    const text = decoder.decode(pieces.subarray(offsets[id], offsets[id + 1]));
     if (padTexts.has(text)) isPadding[id] = stopTexts.has(text) ? 3 : 1;
   }
-  return { grammar, table, scan: view.table, ...literals, skip, memo: dfas.map(newMemo), isPadding };
+  byTexts.set(key, isPadding);
+  return isPadding;
 }
 
 function newMemo(): Memo {
