@@ -25,7 +25,7 @@ import { jsonText } from './json.ts';
 
 type Library = {
   writePageHeader: typeof import('hyparquet-writer/src/datapage.js').writePageHeader;
-  snappyCompress: typeof import('hyparquet-writer/src/snappy.js').snappyCompress;
+  snappyCompress: (input: Uint8Array) => Uint8Array;
   ParquetWriter: typeof import('hyparquet-writer').ParquetWriter;
   ByteWriter: typeof import('hyparquet-writer').ByteWriter;
   writeColumn: typeof import('hyparquet-writer/src/column.js').writeColumn;
@@ -68,9 +68,18 @@ function forWriter(value: SchemaTree[] | SchemaElement[] | SchemaElement | PageD
 
 let library: Promise<Library> | undefined;
 const load = () => (library ??= (async () => {
-  const [writer, column, dremel, schema, datapage, snappy] = await Promise.all([import('hyparquet-writer'), import('hyparquet-writer/src/column.js'), import('hyparquet-writer/src/dremel.js'), import('hyparquet/src/schema.js'), import('hyparquet-writer/src/datapage.js'), import('hyparquet-writer/src/snappy.js')]);
-  return { writePageHeader: datapage.writePageHeader, snappyCompress: snappy.snappyCompress, ParquetWriter: writer.ParquetWriter, ByteWriter: writer.ByteWriter, writeColumn: column.writeColumn, encodeNestedValues: dremel.encodeNestedValues, getSchemaPath: schema.getSchemaPath };
+  const [writer, column, dremel, schema, datapage, snappy] = await Promise.all([import('hyparquet-writer'), import('hyparquet-writer/src/column.js'), import('hyparquet-writer/src/dremel.js'), import('hyparquet/src/schema.js'), import('hyparquet-writer/src/datapage.js'), import('hysnappy')]);
+  // SNAPPY through one instance of hysnappy's WebAssembly snappy kept for the run: hyparquet-writer's own
+  // snappyCompress (JS) cost 6-30x as much on mask and id pages (a third of writing 14 M tokens); a page past
+  // SNAPPY_KEPT_BYTES gets an instance of its own, so the kept one's memory stays small. Any valid snappy is
+  // the same page to a reader (test/cli/hostile-parquet.test.ts reads tagmask's files back with pyarrow).
+  const kept = snappy.snappyCompressor();
+  const snappyCompress = (input: Uint8Array) => (input.length <= SNAPPY_KEPT_BYTES ? kept : snappy.snappyCompressor())(input);
+  return { writePageHeader: datapage.writePageHeader, snappyCompress, ParquetWriter: writer.ParquetWriter, ByteWriter: writer.ByteWriter, writeColumn: column.writeColumn, encodeNestedValues: dremel.encodeNestedValues, getSchemaPath: schema.getSchemaPath };
 })());
+
+/** Pages up to this size share one snappy compressor's memory. */
+const SNAPPY_KEPT_BYTES = 1 << 24;
 
 /**
  * The column kinds tagmask writes: lists of token ids (uint32), of 0/1 flags (uint8), of int64, of doubles, of
@@ -246,7 +255,7 @@ export class ParquetRowWriter {
   private start(): void {
     if (this.writer) return;
     // The placeholder schema is replaced before the footer is written, once inferred columns are known.
-    this.writer = new this.library.ParquetWriter({ writer: this.byteWriter(), schema: [{ name: 'root', num_children: 0 }], codec: 'SNAPPY', createdBy: 'tagmask (hyparquet-writer)' });
+    this.writer = new this.library.ParquetWriter({ writer: this.byteWriter(), schema: [{ name: 'root', num_children: 0 }], codec: 'SNAPPY', compressors: { SNAPPY: this.library.snappyCompress }, createdBy: 'tagmask (hyparquet-writer)' });
   }
 
   private flush(): void {
