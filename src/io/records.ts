@@ -75,7 +75,6 @@ export function readRecord(record: InputRecord, format: ShapeName | undefined, n
 }
 
 const TOKENS_KEY = Buffer.from('"tokens"');
-const UNICODE_ESCAPE = Buffer.from('\\u');
 
 /** The id of a record that could not be read, where it can still be found; else null. */
 export const recordId = (record: InputRecord): unknown => (record.value ? record.value.id ?? null : idOf(recordText(record)));
@@ -154,9 +153,7 @@ const isSpace = (c: number) => c === 32 || c === 9 || c === 10 || c === 13;
  */
 export function readTokens(bytes: Buffer, arena: IdArena): Record<string, unknown> | undefined {
   const key = bytes.indexOf(TOKENS_KEY);
-  // The raw key must be the only one: a second `"tokens"` (nested or duplicated), or any `\u` escape (which
-  // could spell another `"tokens"` key, `"\u0074okens"`), leaves the line to JSON.parse.
-  if (key < 0 || bytes.indexOf(TOKENS_KEY, key + TOKENS_KEY.length) >= 0 || bytes.indexOf(UNICODE_ESCAPE) >= 0) return undefined;
+  if (key < 0) return undefined;
   let at = key + TOKENS_KEY.length;
   const end = bytes.length;
   while (at < end && isSpace(bytes[at])) at++;
@@ -164,9 +161,6 @@ export function readTokens(bytes: Buffer, arena: IdArena): Record<string, unknow
   while (at < end && isSpace(bytes[at])) at++;
   if (bytes[at] !== 0x5b) return undefined;
   const open = at++;
-  // A `]` must follow: every loop below stops at it (it is neither a digit nor a space), so none runs past
-  // the end, where a Buffer reads undefined (and `undefined - 0x30 >>> 0` is 0, a digit).
-  if (bytes.indexOf(0x5d, at) < 0) return undefined;
   // At most one id per two bytes (`1,`) from here on.
   arena.reserve(((end - at) >> 1) + 1);
   const ids = arena.ids;
@@ -176,40 +170,47 @@ export function readTokens(bytes: Buffer, arena: IdArena): Record<string, unknow
   // Digits and commas (spaces allowed around them); a value is a plain non-negative integer up to
   // MAX_TOKEN_ID. The loop is written for the common shape `[1,22,333]`: the comma is tested first, a
   // number's first digit apart (JSON has no leading zeros: `007` is JSON.parse's to reject), and the digit
-  // count never (an 11-digit number is past MAX_TOKEN_ID anyway).
-  let c = bytes[at];
-  while (isSpace(c)) c = bytes[++at];
+  // count never (an 11-digit number is past MAX_TOKEN_ID anyway). Every byte is read `| 0`: past the end a
+  // Buffer reads undefined, which becomes 0 there, no digit, comma, space or `]`, so the loop ends on it.
+  let c = bytes[at] | 0;
+  while (isSpace(c)) c = bytes[++at] | 0;
   if (c === 0x5d) close = at;
   else for (;;) {
     let digit = c - 0x30;
     if (digit >>> 0 > 9) return undefined;
     let value = digit;
-    c = bytes[++at];
+    c = bytes[++at] | 0;
     digit = c - 0x30;
     if (value === 0) {
       if (digit >>> 0 <= 9) return undefined;
     } else {
-      while (digit >>> 0 <= 9) { value = value * 10 + digit; c = bytes[++at]; digit = c - 0x30; }
+      while (digit >>> 0 <= 9) { value = value * 10 + digit; c = bytes[++at] | 0; digit = c - 0x30; }
       if (value > MAX_TOKEN_ID) return undefined;
     }
     ids[count++] = value;
     if (c === 0x2c) {
-      c = bytes[++at];
-      if (isSpace(c)) do c = bytes[++at]; while (isSpace(c));
+      c = bytes[++at] | 0;
+      if (isSpace(c)) do c = bytes[++at] | 0; while (isSpace(c));
       continue;
     }
-    while (isSpace(c)) c = bytes[++at];
+    while (isSpace(c)) c = bytes[++at] | 0;
     if (c === 0x2c) {
-      c = bytes[++at];
-      while (isSpace(c)) c = bytes[++at];
+      c = bytes[++at] | 0;
+      while (isSpace(c)) c = bytes[++at] | 0;
       continue;
     }
     if (c === 0x5d) { close = at; break; }
     return undefined;
   }
+  // The array held only digits, commas and spaces, so what JSON.parse must see is the rest of the line. The raw
+  // key must be the only one: a second `"tokens"` (nested or duplicated; none is before the first), or any `\u`
+  // escape (which could spell another `"tokens"` key, `"\u0074okens"`), leaves the line to JSON.parse.
+  const head = bytes.toString('utf8', 0, open + 1);
+  const tail = bytes.toString('utf8', close);
+  if (tail.includes('"tokens"') || head.includes('\\u') || tail.includes('\\u')) return undefined;
   let value: unknown;
   try {
-    value = JSON.parse(bytes.toString('utf8', 0, open + 1) + bytes.toString('utf8', close));
+    value = JSON.parse(head + tail);
   } catch {
     return undefined;
   }

@@ -155,16 +155,20 @@ function renderBounded(jinja: Jinja, template: InstanceType<Jinja['Template']>, 
   let steps = 0;
   const limited = (what: string) => new Error(`${origin}: the chat template ${what}: rendering stopped`);
   // A for loop sets up a scope for every item before its body runs once: each item of what a loop iterates
-  // is a step too, so a loop that breaks at once still pays for its list.
-  const iterables = new WeakSet<object>();
+  // is a step too, so a loop that breaks at once still pays for its list. A For node names its iterable (the
+  // node evaluateFor evaluates first); that evaluation is recognised on entry by identity (a loop inside it, a
+  // macro's, names its own), which costs less per node than a set of every iterable looked up every time.
+  let iterable: object | undefined;
   prototype.evaluate = function (node, environment) {
     if (++steps > RENDER_LIMITS.steps) throw limited(`takes more than ${RENDER_LIMITS.steps.toLocaleString('en-US')} steps`);
     const statement = node as { type?: string; iterable?: { type?: string; lhs?: object } } | undefined;
-    if (statement?.type === 'For' && statement.iterable) iterables.add(statement.iterable.type === 'SelectExpression' && statement.iterable.lhs ? statement.iterable.lhs : statement.iterable);
+    const isIterable = statement !== undefined && statement === iterable;
+    if (isIterable) iterable = undefined;
+    if (statement?.type === 'For' && statement.iterable) iterable = statement.iterable.type === 'SelectExpression' && statement.iterable.lhs ? statement.iterable.lhs : statement.iterable;
     const result = evaluate.call(this, node, environment);
     const value = result?.value;
     if ((typeof value === 'string' || Array.isArray(value)) && value.length > RENDER_LIMITS.chars) throw limited(`makes a ${typeof value === 'string' ? 'text' : 'list'} longer than ${RENDER_LIMITS.chars.toLocaleString('en-US')}`);
-    if (statement && iterables.has(statement)) {
+    if (isIterable) {
       steps += Array.isArray(value) ? value.length : value instanceof Map ? value.size : 0;
       if (steps > RENDER_LIMITS.steps) throw limited(`takes more than ${RENDER_LIMITS.steps.toLocaleString('en-US')} steps`);
     }

@@ -74,6 +74,8 @@ const mutation = fc.oneof(
     const i = at % Math.max(1, text.length);
     return text.slice(0, i) + text.slice(i + 1);
   }),
+  // A line cut short (the reader then runs into the end of the bytes, inside the array or after it).
+  fc.nat().map((at) => (text: string) => text.slice(0, at % (text.length + 1))),
 );
 const line = fc.tuple(written, fc.array(mutation, { maxLength: 3 })).map(([text, edits]) => edits.reduce((t, edit) => edit(t), text));
 
@@ -85,7 +87,7 @@ describe('the byte reader of "tokens" and JSON.parse', () => {
     }), { numRuns: 3000 });
   });
 
-  it('the audit\'s lines: [007] rejected, an escaped or nested "tokens" never taken for the real one', () => {
+  it('the audit\'s lines: [007] rejected, an escaped or nested "tokens" never taken for the real one, a line cut inside its array rejected', () => {
     const cases: Array<[string, 'reject' | number[]]> = [
       ['{"id":1,"tokens":[007]}', 'reject'],
       ['{"id":1,"tokens":[1,00]}', 'reject'],
@@ -93,6 +95,15 @@ describe('the byte reader of "tokens" and JSON.parse', () => {
       ['{"id":1,"x":{"tokens":[1,2,3]},"\\u0074okens":[]}', []],
       ['{"id":1,"tokens":[1,2,3],"\\u0074okens":[9]}', [9]],
       ['{"id":1,"meta":{"tokens":[1,2,3]}}', 'reject'],
+      // Cut inside the array: the reader meets the end of the line in a number, after a comma, after a space.
+      ['{"id":1,"tokens":[1,2', 'reject'],
+      ['{"id":1,"tokens":[151644', 'reject'],
+      ['{"id":1,"tokens":[0', 'reject'],
+      ['{"id":1,"tokens":[1, ', 'reject'],
+      ['{"id":1,"tokens":[1 ', 'reject'],
+      ['{"id":1,"tokens":[', 'reject'],
+      ['{"id":1,"tokens":[ ', 'reject'],
+      ['{"id":1,"tokens":[1,2]', 'reject'],
     ];
     for (const [text, expected] of cases) {
       const { fast, slow } = both(text);
