@@ -614,7 +614,7 @@ async function main() {
     goal('1 merge: tinker ÷ tagmask, every pair', merge.all, 30, true);
   }
   for (const r of headline) if (cli.has(r)) goal(`2 CLI ÷ JSON floor, ${r.target.name}`, cli.get(r)!.overJsonFloor, 2, true);
-  if (messages) goal('3 messages ÷ ids', messages.ratio, 3, false);
+  if (messages) { goal('3 messages ÷ ids', messages.ratio, 3, false); goal('3 messages ÷ ids, CPU', messages.cpuRatio, 3, false); }
   if (parquet) { goal('4 Parquet read ÷ JSONL', parquet.read, 2, false); goal('4 Parquet write ÷ JSONL', parquet.write, 2, false); }
   for (const x of cold ?? []) goal(`5 cold ÷ warm, ${x.tokenizer}`, x.ratio, 2, false);
   if (detect) goal('6 detect ÷ mask, 1,000 rollouts', detect.ratio, 3, false);

@@ -215,7 +215,6 @@ const REMEMBERED = 1 << 17;
 
 export class ByteLevelEncoder {
   private readonly tokenizer: SkeletonTokenizer;
-  private readonly steps: Array<PreTokenizerStep | null>;
   private readonly byteLevel: ByteLevelStep;
   /** ByteLevel character (code unit) → its byte's id. */
   private readonly charIds: Int32Array;
@@ -237,7 +236,6 @@ export class ByteLevelEncoder {
     this.tokenizer = skeletonTokenizer(tokenizers, data.skeleton, config);
     const pre = preTokenizerSteps(this.tokenizer, data.skeleton.pre_tokenizer);
     if (!pre) throw new Error('the pre-tokenizer does not end with ByteLevel');
-    this.steps = pre.steps;
     this.byteLevel = pre.byteLevel;
     this.splitUnnormalized = dictionarySplit(this.tokenizer.splitter_unnormalized);
     this.splitNormalized = dictionarySplit(this.tokenizer.splitter_normalized);

@@ -10,8 +10,10 @@
  *
  * The mask only needs the byte table, so the table is cached on disk keyed by the files' content: a warm run
  * reads and hashes tokenizer.json but neither parses it nor loads the engine; a cold one parses it and builds
- * the table, saying so where `onTableBuild` is set. Building the engine costs ~0.5–1.5 s on a large vocabulary,
- * so it is built on first use of encode/decode/applyChatTemplate only, warm cache or cold.
+ * the table, saying so where `onTableBuild` is set. Building the engine's model costs ~0.5–1.5 s on a large
+ * vocabulary, so it is built on first need only: decode, encoding with special tokens added, and encoding with a
+ * tokenizer encoder.ts cannot reproduce; byte-level BPE encodes through encoder.ts (its merges cached beside the
+ * table), and rendering a chat template needs only the config.
  */
 import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
