@@ -82,8 +82,14 @@ function load(): Promise<Library> {
     // decompressSnappy (hysnappy's snappyUncompress) instantiates the module and grows fresh memory for every page,
     // which cost 4-7x the decompression itself (pyarrow's 1 MB pages, measured on a 14 M-token file). A page past
     // SNAPPY_KEPT_BYTES gets an instance of its own, so the kept one's memory stays small.
+    // The stream's own length must be the page's: the module writes what the stream says (and checks the stream
+    // against that) wherever it is told, so a shorter one would leave the kept memory's last page in the output.
     const kept = snappy.snappyUncompressor();
-    const decompressSnappy = (input: Uint8Array, length: number) => (input.length + length <= SNAPPY_KEPT_BYTES ? kept : snappy.snappyUncompressor())(input, length);
+    const decompressSnappy = (input: Uint8Array, length: number) => {
+      const declared = snappyLength(input);
+      if (declared !== length) throw new ParquetLimit(`a SNAPPY page says ${length} bytes uncompressed but its data holds ${declared ?? 'no length'}`);
+      return (input.length + length <= SNAPPY_KEPT_BYTES ? kept : snappy.snappyUncompressor())(input, length);
+    };
     // gzip and brotli through node:zlib (native, and bounded by the page's declared size); ZSTD and LZ4 from
     // hyparquet-compressors (fzstd, its LZ4).
     const compressors = {
@@ -527,7 +533,7 @@ class ColumnCursor {
     this.ends = this.ends.slice(rows).map((end, i) => (this.starts[i] >= 0 ? end - shift : end));
     if (this.open >= 0) this.open -= shift;
     // Give back memory a huge row took (a few pages' worth is kept: allocating it again for every batch cost more than decoding).
-    if (this.values.length > 1 << 23 && this.used < this.values.length / 4) this.values = this.values.slice(0, Math.max(1024, this.used * 2));
+    if (this.values.length > 1 << 21 && this.used < this.values.length / 4) this.values = this.values.slice(0, Math.max(1024, this.used * 2));
   }
 }
 
@@ -910,6 +916,16 @@ function readHybrid(bytes: Uint8Array, start: number, end: number, width: number
     }
   }
   if (i < count) throw new ParquetLimit(`a page's levels or indices end after ${i} of ${count} values`);
+}
+
+/** The uncompressed length a snappy stream starts with (a little-endian base-128 varint of up to 32 bits). */
+function snappyLength(bytes: Uint8Array): number | undefined {
+  let length = 0;
+  for (let i = 0; i < 5 && i < bytes.length; i++) {
+    length += (bytes[i] & 0x7f) * 2 ** (7 * i);
+    if (bytes[i] < 0x80) return length;
+  }
+  return undefined;
 }
 
 /** The content size a Zstandard frame header declares (RFC 8878 §3.1.1.1), when it declares one. */
