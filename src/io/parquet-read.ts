@@ -42,7 +42,16 @@ const BATCH_ROWS = 1024;
 const SNAPPY_KEPT_BYTES = 1 << 25;
 
 /** One row as read: a field per column (a null cell is a field the row does not have), or why it could not be read. */
-export interface ParquetRow { number: number; value?: Record<string, unknown>; error?: string }
+export interface ParquetRow {
+  number: number;
+  value?: Record<string, unknown>;
+  error?: string;
+  /**
+   * With `typedIds`, the last row of a batch whose ids share one buffer: the batch's typed `tokens` views are valid
+   * until the row after this one is asked for (the buffer is then reused).
+   */
+  batchEnd?: true;
+}
 
 type Library = typeof import('hyparquet') & {
   parquetHeader: typeof import('hyparquet/src/column.js').parquetHeader;
@@ -468,16 +477,19 @@ class ColumnCursor {
   private idEnds?: Int32Array;
 
   /**
-   * Read the first `rows` rows' values as token ids into one Uint32Array (fresh: the rows' views into it go out
-   * with them), for `cell` to hand out as views. A row that is not a list of ids (a null cell, a row over the
+   * Read the first `rows` rows' values as token ids into `buffer` (its views go out with the rows, valid until the
+   * next batch: ParquetRow.batchEnd), for `cell` to hand out. A row that is not a list of ids (a null cell, a row over the
    * limit, a negative, fractional or null element, a value past MAX_TOKEN_ID or 2^53) is left to `cell`'s usual
    * array, so that what it says about the row stays the same.
    */
-  typedIds(rows: number): void {
+  typedIds(rows: number, buffer: { ids: Uint32Array }): void {
     const { values, starts, ends } = this;
     let total = 0;
     for (let row = 0; row < rows; row++) if (starts[row] >= 0) total += ends[row] - starts[row];
-    const ids = new Uint32Array(total);
+    // One buffer for the whole read, reused batch after batch: a fresh one per batch cost more in first touches of
+    // its memory than reading the ids into it (this VM faults fresh pages in slowly).
+    if (buffer.ids.length < total) buffer.ids = new Uint32Array(Math.max(total, buffer.ids.length * 1.5));
+    const ids = buffer.ids;
     const idStarts = new Int32Array(rows);
     const idEnds = new Int32Array(rows);
     let at = 0;
@@ -625,6 +637,7 @@ export async function* readParquetRows(path: string, options: ParquetReadOptions
     if (column) fast.set(child.element.name, column);
   }
   const names = root.children.map((child) => child.element.name);
+  const idBuffer = { ids: new Uint32Array(0) };
   let number = 0;
   let last = 0;
   for (const [index, group] of metadata.row_groups.entries()) {
@@ -635,13 +648,14 @@ export async function* readParquetRows(path: string, options: ParquetReadOptions
     try {
       if (!Number.isSafeInteger(declared) || declared < 0) throw new ParquetLimit(`num_rows is ${group.num_rows}`);
       if (stored !== declared) throw new ParquetLimit(`num_rows says ${declared} but its columns hold ${stored} rows`);
-      for await (const row of readGroup(library, file, group, number, root, fast, options)) { last = row.number; yield row; }
+      for await (const row of readGroup(library, file, group, number, root, fast, options, idBuffer)) { last = row.number; yield row; }
     } catch (error) {
       if (!(error instanceof GroupError) && !(error instanceof ParquetLimit) && !(error instanceof Error)) throw error;
       const at = error instanceof GroupError ? error.rowsDone : 0;
       const count = Math.max(stored - at, 1);
       last = number + at + 1;
-      yield { number: last, error: `${where} (${describeRows(last, count)}) cannot be read: ${error instanceof GroupError ? error.reason : (error as Error).message}` };
+      // It ends whatever batch of typed ids was handed out (options.typedIds: the next group's reuses their buffer).
+      yield { number: last, error: `${where} (${describeRows(last, count)}) cannot be read: ${error instanceof GroupError ? error.reason : (error as Error).message}`, ...(options.typedIds ? { batchEnd: true as const } : {}) };
     }
     // Numbering goes on after every row said or handed out, so that no two rows share a number.
     number = Math.max(number + (Number.isSafeInteger(stored) && stored > 0 ? stored : 0), last);
@@ -730,7 +744,7 @@ function storedRows(columns: ColumnChunk[], root: SchemaTree): number | undefine
   return undefined;
 }
 
-async function* readGroup(library: Library, file: FileBytes, group: FileMetaData['row_groups'][number], number: number, root: SchemaTree, fast: Map<string, FastColumn>, options: ParquetReadOptions): AsyncGenerator<ParquetRow> {
+async function* readGroup(library: Library, file: FileBytes, group: FileMetaData['row_groups'][number], number: number, root: SchemaTree, fast: Map<string, FastColumn>, options: ParquetReadOptions, idBuffer: { ids: Uint32Array }): AsyncGenerator<ParquetRow> {
   const names = root.children.map((child) => child.element.name);
   const rows = Number(group.num_rows);
   let done = 0;
@@ -784,7 +798,7 @@ async function* readGroup(library: Library, file: FileBytes, group: FileMetaData
         throw new ParquetLimit(`num_rows says ${rows} but column ${short.name} ends after ${done} rows`);
       }
       const take = Math.min(ready, want);
-      if (typedIds) typedIds.typedIds(take);
+      if (typedIds) typedIds.typedIds(take, idBuffer);
       for (const { name, tree, cursors: leaves } of assembled) {
         if (!tree.children.length) { others.set(name, leaves[0].take(take)); continue; }
         const parts = new Map<string, DecodedArray>(leaves.map((leaf) => [leaf.path, leaf.take(take)]));
@@ -805,10 +819,10 @@ async function* readGroup(library: Library, file: FileBytes, group: FileMetaData
             if (cell === null || cell === undefined) continue;
             value[name] = fast.has(name) ? cell : plainValue(cell);
           }
-          yield { number: rowNumber, value };
+          yield typedIds && row === take - 1 ? { number: rowNumber, value, batchEnd: true } : { number: rowNumber, value };
         } catch (error) {
           if (!(error instanceof ParquetLimit)) throw error;
-          yield { number: rowNumber, error: error.message };
+          yield typedIds && row === take - 1 ? { number: rowNumber, error: error.message, batchEnd: true } : { number: rowNumber, error: error.message };
         }
       }
       for (const cursor of cursors) cursor.drop(take);
