@@ -293,9 +293,9 @@ class ColumnCursor {
       if (maxDefinition) readHybrid(bytes, repetitionBytes, repetitionBytes + definitionBytes, bitWidth(maxDefinition), count, definition);
       const rest = bytes.subarray(repetitionBytes + definitionBytes);
       const size = header.uncompressed_page_size - repetitionBytes - definitionBytes;
-      page = v2.is_compressed !== false && size ? library.decompressPage(rest, size, codec, library.compressors) : rest;
+      page = v2.is_compressed !== false && size ? this.decompressData(rest, size) : rest;
     } else {
-      page = library.decompressPage(bytes, header.uncompressed_page_size, codec, library.compressors);
+      page = this.decompressData(bytes, header.uncompressed_page_size);
       const view = new DataView(page.buffer, page.byteOffset, page.byteLength);
       if (repeated) { const length = view.getUint32(at, true); at += 4; readHybrid(page, at, at + length, bitWidth(1), count, repetition); at += length; }
       if (maxDefinition) { const length = view.getUint32(at, true); at += 4; readHybrid(page, at, at + length, bitWidth(maxDefinition), count, definition); at += length; }
@@ -331,6 +331,22 @@ class ColumnCursor {
     }
     this.take(count, definition, repetition, values, maxDefinition ? 0 : -1);
     return true;
+  }
+
+  /**
+   * A data page's bytes, decompressed. SNAPPY into scratch memory reused page after page, by hyparquet's own
+   * decoder (which checks the stream makes exactly `size` bytes): this page is decoded before the next is read,
+   * and nothing of it is kept (dictionary pages, kept across pages, are decompressed into memory of their own).
+   * Fresh memory per page and the WebAssembly decoder's copies in and out cost twice this.
+   */
+  private decompressData(bytes: Uint8Array, size: number): Uint8Array {
+    const { codec } = this.decoder;
+    if (codec !== 'SNAPPY' || !(size > 0)) return this.library.decompressPage(bytes, size, codec, this.library.compressors);
+    const declared = snappyLength(bytes);
+    if (declared !== size) throw new ParquetLimit(`a SNAPPY page says ${size} bytes uncompressed but its data holds ${declared ?? 'no length'}`);
+    const out = this.scratch.page(size);
+    this.library.snappyUncompress(bytes, out);
+    return out;
   }
 
   /** PLAIN INT64 values as numbers, read as two 32-bit halves: a BigInt only for a value past 2^53. */
@@ -864,6 +880,7 @@ class Scratch {
   private level = [new Uint8Array(1024), new Uint8Array(1024)];
   private index = new Uint32Array(1024);
   private number = new Float64Array(1024);
+  private bytes = new Uint8Array(1024);
 
   levels(which: 0 | 1, count: number): Uint8Array {
     if (this.level[which].length < count) this.level[which] = new Uint8Array(count * 1.25);
@@ -873,6 +890,11 @@ class Scratch {
   indices(count: number): Uint32Array {
     if (this.index.length < count) this.index = new Uint32Array(count * 1.25);
     return this.index.subarray(0, count);
+  }
+
+  page(size: number): Uint8Array {
+    if (this.bytes.length < size) this.bytes = new Uint8Array(size * 1.25);
+    return this.bytes.subarray(0, size);
   }
 
   numbers(count: number): Float64Array {
