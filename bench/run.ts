@@ -21,7 +21,8 @@
  *   F. `{messages}` input against the same rollouts as ids, CLI end to end (bench/messages.ts);
  *   G. a cold first use (empty byte-table cache) against a warm one, CLI on one rollout (bench/cold.ts);
  *   H. detect on 1,000 rollouts against one mask of them (bench/detect.ts);
- *   I. the Python package per call (a batch of 8) and the CLI reading a pipe against the file (bench/serve.ts).
+ *   I. the Python package per call (a batch of 8) and the CLI reading a pipe against the file (bench/serve.ts);
+ *   J. `mask --jobs 2` against one thread on the headline CLI input, costs split by thread (bench/jobs.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -40,6 +41,7 @@ import { describeMessages, messagesBench, type MessagesResult } from './messages
 import { describeParquet, parquetBench, type ParquetResult } from './parquet.ts';
 import { coldBench, describeCold } from './cold.ts';
 import { describeDetect, detectBench } from './detect.ts';
+import { jobsBench, projection } from './jobs.ts';
 import { serveBench } from './serve.ts';
 import { fmt, interleave, median, now, table, type Timed } from './timing.ts';
 
@@ -69,6 +71,8 @@ const config = {
   messages: !has('--skip-messages'),
   cold: !has('--skip-cold'),
   detect: !has('--skip-detect'),
+  jobs: !has('--skip-jobs'),
+  jobsRounds: Number(value('--jobs-rounds', quick ? '1' : '3')),
   coldRounds: Number(value('--cold-rounds', quick ? '2' : '3')),
   /** Conversations in the messages-vs-ids files, and paired CLI rounds. */
   conversations: Number(value('--conversations', quick ? '200' : '500')),
@@ -571,6 +575,15 @@ async function main() {
     results.serve = serveBench({ quick, workDir: config.workDir, log });
   }
 
+  // J: --jobs 2 against one thread on the first run's CLI input (written in phase C).
+  if (config.jobs && config.cli) {
+    log(`\n--jobs: ${inputFile(runs[0])}, --jobs 1 and 2, ${config.jobsRounds} paired rounds (and on its first quarter) …`);
+    const jobs = jobsBench(inputFile(runs[0]), { tokenizer: runs[0].target.tokenizer, jobs: [1, 2], rounds: config.jobsRounds });
+    const two = jobs[2] as { wallSpeedup: { median: number; min: number; max: number }; cpuOverOneThread: { median: number } };
+    log(`  --jobs 2 wall ÷ --jobs 1: ${fmt(two.wallSpeedup.median, 2)} (${fmt(two.wallSpeedup.min, 2)}–${fmt(two.wallSpeedup.max, 2)}), CPU ${fmt(two.cpuOverOneThread.median, 2)}× one thread's; projected ${projection(jobs) ?? '(no thread figures)'}`);
+    results.jobs = jobs;
+  }
+
   // Headline: the first corpus (realistic unless --corpus says otherwise).
   const headline = runs.filter((r) => r.kind === kinds[0]);
   results.headline = {
@@ -601,7 +614,7 @@ async function main() {
     goal('1 merge: tinker ÷ tagmask, every pair', merge.all, 30, true);
   }
   for (const r of headline) if (cli.has(r)) goal(`2 CLI ÷ JSON floor, ${r.target.name}`, cli.get(r)!.overJsonFloor, 2, true);
-  if (messages) goal('3 messages ÷ ids', messages.ratio, 3, false);
+  if (messages) { goal('3 messages ÷ ids', messages.ratio, 3, false); goal('3 messages ÷ ids, CPU', messages.cpuRatio, 3, false); }
   if (parquet) { goal('4 Parquet read ÷ JSONL', parquet.read, 2, false); goal('4 Parquet write ÷ JSONL', parquet.write, 2, false); }
   for (const x of cold ?? []) goal(`5 cold ÷ warm, ${x.tokenizer}`, x.ratio, 2, false);
   if (detect) goal('6 detect ÷ mask, 1,000 rollouts', detect.ratio, 3, false);

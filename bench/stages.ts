@@ -5,8 +5,9 @@
  *
  * It runs what `runRollouts` (src/run.ts) runs for plain flat lines, src/io/mask-lines.ts, with the same
  * modules, a batch at a time (the same 2^18 ids), and charges wall time to: read (readJsonl: chunked read into
- * the reused buffers, newline split), parse (readTokens: ids straight from the bytes into the batch's
- * Uint32Array, the rest of the line through JSON.parse, shape and prompt_length checks, the id's JSON), mask
+ * the reused buffers, newline split), parse (as MaskLines.take: readPlainLine, the commonest line read from its
+ * bytes with no JSON.parse, else readTokens: ids straight from the bytes into the batch's Uint32Array, the rest
+ * of the line through JSON.parse, shape and prompt_length checks, the id's JSON), mask
  * (one maskBatch call per batch, into one reused mask buffer), serialize (the same maskBatch again with the
  * callback that writes each line's bytes, minus the mask time), write (JsonlWriter: the bytes to the file,
  * rename). A second pass times JSON.parse alone, and a third the real `runRollouts`.
@@ -20,7 +21,7 @@ import { MaskerPool } from '../src/masker.ts';
 import { runRollouts } from '../src/run.ts';
 import { idJson } from '../src/io/lines.ts';
 import { JsonlWriter, readJsonl } from '../src/io/jsonl.ts';
-import { IdArena, readTokens } from '../src/io/records.ts';
+import { IdArena, readPlainLine, readTokens, type PlainLine } from '../src/io/records.ts';
 import { ByteOut, spanHeads, writeScannedLine } from '../src/io/mask-lines.ts';
 import { detectShape, flatRollout } from '../src/io/shapes.ts';
 import { newSummary } from '../src/summary.ts';
@@ -36,6 +37,7 @@ async function lapPass(pool: MaskerPool, input: string, output: string): Promise
   const heads = spanHeads(masker);
   const summary = newSummary();
   const arena = new IdArena();
+  const plain: PlainLine = { idText: '', promptLength: -1 };
   let starts = new Uint32Array(1 << 12);
   let promptLengths = new Int32Array(1 << 12);
   const idTexts: string[] = [];
@@ -73,15 +75,21 @@ async function lapPass(pool: MaskerPool, input: string, output: string): Promise
   for (const line of readJsonl(input)) {
     lap('read');
     const before = arena.used;
-    const value = readTokens(line.bytes, arena)!;
-    if (detectShape(value).name !== 'flat') throw new Error('not a flat line');
-    const rollout = flatRollout(value, arena.ids.subarray(before, arena.used));
     if (count + 2 > starts.length) {
       const s2 = new Uint32Array(starts.length * 2); s2.set(starts); starts = s2;
       const p2 = new Int32Array(promptLengths.length * 2); p2.set(promptLengths); promptLengths = p2;
     }
-    idTexts[count] = idJson(rollout.id);
-    promptLengths[count] = rollout.promptLength;
+    // As MaskLines.take: the commonest line without JSON.parse, else the ids from the bytes and the rest parsed.
+    if (readPlainLine(line.bytes, arena, plain)) {
+      idTexts[count] = plain.idText;
+      promptLengths[count] = plain.promptLength;
+    } else {
+      const value = readTokens(line.bytes, arena)!;
+      if (detectShape(value).name !== 'flat') throw new Error('not a flat line');
+      const rollout = flatRollout(value, arena.ids.subarray(before, arena.used));
+      idTexts[count] = idJson(rollout.id);
+      promptLengths[count] = rollout.promptLength;
+    }
     starts[count] = before;
     starts[++count] = arena.used;
     lap('parse');

@@ -23,7 +23,6 @@
  */
 import type { Diagnostic } from '../diagnostics.ts';
 import type { ChatMessage, LoadedTokenizer } from '../tokenizer/load.ts';
-import { pieceOf } from '../tokenizer/table.ts';
 import type { MessagesRollout, TokenRollout } from './shapes.ts';
 import { diagnostic, specialTexts } from './text.ts';
 
@@ -176,10 +175,12 @@ export function prepareMessages(tokenizer: LoadedTokenizer, rollout: MessagesRol
   const byteOf = (to: number) => { if (to < char) { char = 0; byte = 0; } byte += Buffer.byteLength(whole.slice(char, to), 'utf8'); char = to; return byte; };
   for (const [start, end] of ranges) byteRanges.push([byteOf(start), byteOf(end)]);
   const given = new Array<number>(tokens.length).fill(0);
+  const offsets = tokenizer.table.offsets;
   let at = 0;
   let r = 0;
   for (let i = 0; i < tokens.length; i++) {
-    const next = at + pieceOf(tokenizer.table, tokens[i]).length;
+    // The piece's length (its bytes need not be looked at).
+    const next = at + offsets[tokens[i] + 1] - offsets[tokens[i]];
     while (r < byteRanges.length && byteRanges[r][1] <= at) r++;
     if (r < byteRanges.length && byteRanges[r][0] <= at && next <= byteRanges[r][1] && next > at) given[i] = 1;
     at = next;

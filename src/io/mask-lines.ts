@@ -11,7 +11,7 @@ import type { Masker, MaskerPool, MaskResult, Scanned } from '../masker.ts';
 import type { RunSummary } from '../summary.ts';
 import { record } from '../summary.ts';
 import { idJson, writeMaskLine, type TextOut } from './lines.ts';
-import { readTokens, IdArena, type InputRecord } from './records.ts';
+import { readPlainLine, readTokens, IdArena, type InputRecord, type PlainLine } from './records.ts';
 import { detectShape, flatRollout } from './shapes.ts';
 
 export type { TextOut };
@@ -149,6 +149,12 @@ export function spanHeads(masker: Masker): SpanHeads {
   return { head, key, action };
 }
 
+let plainFlat: boolean | undefined;
+/** Lines of `{"id", "tokens"}` and `{"id", "tokens", "prompt_length"}` are the flat shape (readPlainLine's lines). */
+function plainLinesAreFlat(): boolean {
+  return (plainFlat ??= detectShape({ id: '', tokens: [] }).name === 'flat' && detectShape({ id: '', tokens: [], prompt_length: 0 }).name === 'flat');
+}
+
 /** Ids masked in one `maskBatch` call (lines are not split: a longer line is one call). */
 const GROUP_IDS = 1 << 18;
 
@@ -166,6 +172,7 @@ export class MaskLines {
   private starts = new Uint32Array(1025);
   private promptLengths = new Int32Array(1025);
   private idTexts: string[] = [];
+  private readonly plain: PlainLine = { idText: '', promptLength: -1 };
   private mask = new Uint8Array(1 << 16);
   private count = 0;
   private readonly masker: Masker;
@@ -222,6 +229,18 @@ export class MaskLines {
     if (item.error !== undefined) return false;
     const { arena } = this;
     const before = arena.used;
+    if (item.bytes !== undefined && plainLinesAreFlat() && readPlainLine(item.bytes, arena, this.plain)) {
+      // The commonest line, read without JSON.parse (what the general reading below would give it).
+      const k = this.count;
+      if (k + 1 >= this.starts.length) this.grow();
+      this.idTexts[k] = this.plain.idText;
+      this.items[k] = item;
+      this.promptLengths[k] = this.plain.promptLength;
+      this.starts[k] = before;
+      this.starts[k + 1] = arena.used;
+      this.count = k + 1;
+      return true;
+    }
     let value: Record<string, unknown> | undefined;
     if (item.bytes !== undefined) value = readTokens(item.bytes, arena);
     else if (item.value?.tokens instanceof Uint32Array) {

@@ -76,7 +76,6 @@ export function readRecord(record: InputRecord, format: ShapeName | undefined, n
 }
 
 const TOKENS_KEY = Buffer.from('"tokens"');
-const UNICODE_ESCAPE = Buffer.from('\\u');
 
 /** The id of a record that could not be read, where it can still be found; else null. */
 export const recordId = (record: InputRecord): unknown => (record.value ? record.value.id ?? null : idOf(recordText(record)));
@@ -155,67 +154,151 @@ const isSpace = (c: number) => c === 32 || c === 9 || c === 10 || c === 13;
  */
 export function readTokens(bytes: Buffer, arena: IdArena): Record<string, unknown> | undefined {
   const key = bytes.indexOf(TOKENS_KEY);
-  // The raw key must be the only one: a second `"tokens"` (nested or duplicated), or any `\u` escape (which
-  // could spell another `"tokens"` key, `"\u0074okens"`), leaves the line to JSON.parse.
-  if (key < 0 || bytes.indexOf(TOKENS_KEY, key + TOKENS_KEY.length) >= 0 || bytes.indexOf(UNICODE_ESCAPE) >= 0) return undefined;
+  if (key < 0) return undefined;
   let at = key + TOKENS_KEY.length;
   const end = bytes.length;
   while (at < end && isSpace(bytes[at])) at++;
   if (bytes[at++] !== 0x3a) return undefined;
   while (at < end && isSpace(bytes[at])) at++;
   if (bytes[at] !== 0x5b) return undefined;
-  const open = at++;
-  // A `]` must follow: every loop below stops at it (it is neither a digit nor a space), so none runs past
-  // the end, where a Buffer reads undefined (and `undefined - 0x30 >>> 0` is 0, a digit).
-  if (bytes.indexOf(0x5d, at) < 0) return undefined;
+  const open = at;
+  const before = arena.used;
+  const close = readIds(bytes, open + 1, arena);
+  if (close < 0) return undefined;
+  // The array held only digits, commas and spaces, so what JSON.parse must see is the rest of the line. The raw
+  // key must be the only one: a second `"tokens"` (nested or duplicated; none is before the first), or any `\u`
+  // escape (which could spell another `"tokens"` key, `"\u0074okens"`), leaves the line to JSON.parse.
+  const head = bytes.toString('utf8', 0, open + 1);
+  const tail = bytes.toString('utf8', close);
+  let value: unknown;
+  if (!(tail.includes('"tokens"') || head.includes('\\u') || tail.includes('\\u'))) {
+    try {
+      value = JSON.parse(head + tail);
+    } catch {
+      value = undefined;
+    }
+  }
+  // The array read must be the line's own top-level "tokens": the spliced line then holds `[]` there.
+  if (!isObject(value) || !Array.isArray(value.tokens) || value.tokens.length !== 0) {
+    arena.used = before;
+    return undefined;
+  }
+  return value;
+}
+
+/**
+ * Read the ids of a JSON array from `bytes[at]` on (just past its `[`) into `arena` (appended at `used`, which
+ * moves past them): the index of its `]`, or -1 for anything but plain non-negative integers up to
+ * MAX_TOKEN_ID, commas and spaces (`arena.used` is then where it was).
+ */
+function readIds(bytes: Buffer, at: number, arena: IdArena): number {
   // At most one id per two bytes (`1,`) from here on.
-  arena.reserve(((end - at) >> 1) + 1);
+  arena.reserve(((bytes.length - at) >> 1) + 1);
   const ids = arena.ids;
-  const first = arena.used;
-  let count = first;
-  let close = -1;
-  // Digits and commas (spaces allowed around them); a value is a plain non-negative integer up to
-  // MAX_TOKEN_ID. The loop is written for the common shape `[1,22,333]`: the comma is tested first, a
-  // number's first digit apart (JSON has no leading zeros: `007` is JSON.parse's to reject), and the digit
-  // count never (an 11-digit number is past MAX_TOKEN_ID anyway).
-  let c = bytes[at];
-  while (isSpace(c)) c = bytes[++at];
-  if (c === 0x5d) close = at;
-  else for (;;) {
+  let count = arena.used;
+  // The loop is written for the common shape `[1,22,333]`: the comma is tested first, a number's first digit
+  // apart (JSON has no leading zeros: `007` is JSON.parse's to reject), and the digit count never (an 11-digit
+  // number is past MAX_TOKEN_ID anyway). Every byte is read `| 0`: past the end a Buffer reads undefined,
+  // which becomes 0 there, no digit, comma, space or `]`, so the loop ends on it.
+  let c = bytes[at] | 0;
+  while (isSpace(c)) c = bytes[++at] | 0;
+  if (c === 0x5d) return at;
+  for (;;) {
     let digit = c - 0x30;
-    if (digit >>> 0 > 9) return undefined;
+    if (digit >>> 0 > 9) return -1;
     let value = digit;
-    c = bytes[++at];
+    c = bytes[++at] | 0;
     digit = c - 0x30;
     if (value === 0) {
-      if (digit >>> 0 <= 9) return undefined;
+      if (digit >>> 0 <= 9) return -1;
     } else {
-      while (digit >>> 0 <= 9) { value = value * 10 + digit; c = bytes[++at]; digit = c - 0x30; }
-      if (value > MAX_TOKEN_ID) return undefined;
+      while (digit >>> 0 <= 9) { value = value * 10 + digit; c = bytes[++at] | 0; digit = c - 0x30; }
+      if (value > MAX_TOKEN_ID) return -1;
     }
     ids[count++] = value;
     if (c === 0x2c) {
-      c = bytes[++at];
-      if (isSpace(c)) do c = bytes[++at]; while (isSpace(c));
+      c = bytes[++at] | 0;
+      if (isSpace(c)) do c = bytes[++at] | 0; while (isSpace(c));
       continue;
     }
-    while (isSpace(c)) c = bytes[++at];
+    while (isSpace(c)) c = bytes[++at] | 0;
     if (c === 0x2c) {
-      c = bytes[++at];
-      while (isSpace(c)) c = bytes[++at];
+      c = bytes[++at] | 0;
+      while (isSpace(c)) c = bytes[++at] | 0;
       continue;
     }
-    if (c === 0x5d) { close = at; break; }
-    return undefined;
+    if (c === 0x5d) break;
+    return -1;
   }
-  let value: unknown;
-  try {
-    value = JSON.parse(bytes.toString('utf8', 0, open + 1) + bytes.toString('utf8', close));
-  } catch {
-    return undefined;
-  }
-  // The array read must be the line's own top-level "tokens": the spliced line then holds `[]` there.
-  if (!isObject(value) || !Array.isArray(value.tokens) || value.tokens.length !== 0) return undefined;
   arena.used = count;
-  return value;
+  return at;
+}
+
+/** A plain line read by `readPlainLine`: its id as JSON and its prompt_length (-1: none). Reused line to line. */
+export interface PlainLine { idText: string; promptLength: number }
+
+const ID_KEY = Buffer.from('{"id":');
+const TOKENS_AFTER = Buffer.from('"tokens":');
+const PROMPT_LENGTH_AFTER = Buffer.from('"prompt_length":');
+
+function startsWith(bytes: Buffer, at: number, prefix: Buffer): boolean {
+  if (at + prefix.length > bytes.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (bytes[at + i] !== prefix[i]) return false;
+  return true;
+}
+
+/** Past spaces (the only whitespace a writer puts between keys, as Python's json.dumps does). */
+function spaces(bytes: Buffer, at: number): number {
+  while (bytes[at] === 0x20) at++;
+  return at;
+}
+
+/**
+ * The commonest line, read with no JSON.parse and no object: `{"id": ID, "tokens": [...]}` with an optional
+ * `"prompt_length": N` last, keys in that order, spaces allowed after `{`, `:` and `,`; ID a string of printable
+ * ASCII without escapes or an integer of at most 15 digits, N an integer of at most 9 digits no greater than the
+ * token count. Then the ids are in `arena` (appended), `into` holds the id as JSON (the line's own bytes, which
+ * is what idJson writes for such an id) and the prompt length, and it returns true; for anything else it
+ * returns false with `arena` untouched, and the line is read the general way (readTokens, JSON.parse), which
+ * gives the same rollout for every line this takes (test/unit/rollout-reader.test.ts).
+ */
+export function readPlainLine(bytes: Buffer, arena: IdArena, into: PlainLine): boolean {
+  if (!startsWith(bytes, 0, ID_KEY)) return false;
+  let at = spaces(bytes, ID_KEY.length);
+  const idStart = at;
+  let c = bytes[at];
+  if (c === 0x22) {
+    for (c = bytes[++at]; c !== 0x22; c = bytes[++at]) if (!(c >= 0x20 && c < 0x7f && c !== 0x5c)) return false;
+    at++;
+  } else if (c >= 0x31 && c <= 0x39) {
+    for (c = bytes[++at]; c >= 0x30 && c <= 0x39; c = bytes[++at]) if (at - idStart >= 15) return false;
+  } else if (c === 0x30) at++;
+  else return false;
+  const idEnd = at;
+  if (bytes[at] !== 0x2c) return false;
+  at = spaces(bytes, at + 1);
+  if (!startsWith(bytes, at, TOKENS_AFTER)) return false;
+  at = spaces(bytes, at + TOKENS_AFTER.length);
+  if (bytes[at++] !== 0x5b) return false;
+  const before = arena.used;
+  const close = readIds(bytes, at, arena);
+  if (close < 0) return false;
+  at = close + 1;
+  let promptLength = -1;
+  if (bytes[at] === 0x2c) {
+    at = spaces(bytes, at + 1);
+    if (!startsWith(bytes, at, PROMPT_LENGTH_AFTER)) { arena.used = before; return false; }
+    at = spaces(bytes, at + PROMPT_LENGTH_AFTER.length);
+    const from = at;
+    c = bytes[at];
+    if (c === 0x30) { promptLength = 0; at++; } else if (c >= 0x31 && c <= 0x39) {
+      promptLength = c - 0x30;
+      for (c = bytes[++at]; c >= 0x30 && c <= 0x39; c = bytes[++at]) promptLength = promptLength * 10 + c - 0x30;
+    }
+    if (at === from || at - from > 9 || promptLength > arena.used - before) { arena.used = before; return false; }
+  }
+  if (at !== bytes.length - 1 || bytes[at] !== 0x7d) { arena.used = before; return false; }
+  into.idText = bytes.toString('latin1', idStart, idEnd);
+  into.promptLength = promptLength;
+  return true;
 }

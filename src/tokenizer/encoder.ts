@@ -5,9 +5,9 @@
  * The engine's `encode` costs two things the `{messages}` path pays for every run and every token: building the
  * model parses all of tokenizer.json (11 MB for Qwen3, 27 MB for gpt-oss) and keys every merge by a JSON string
  * (~1 s), and each token then goes through the byte-to-character map, a string BPE and two map look-ups (~5 µs a
- * token). Here the merges are kept as id triples (left, right, merged) in a cache file beside the byte table, and
- * what a pre-token becomes is remembered by the pre-token itself: a warm run reads a few MB and no JSON, and a
- * token costs a look-up.
+ * token). Here the merges are kept as ids (grouped by left id, sorted by right id: a binary search, nothing to
+ * build) in a cache file beside the byte table, read as views of the file, and what a pre-token becomes is
+ * remembered by the pre-token itself: a warm run reads ~2 MB (Qwen3) and no JSON, and a token costs a look-up.
  *
  * Exactness: everything before the model is @huggingface/tokenizers' own code, run on a tokenizer built without
  * vocabulary or merges (its added-token splitting with lstrip/rstrip, normalizer, pre-tokenizer steps before the
@@ -33,8 +33,13 @@ export interface EncoderData {
   ignoreMerges: boolean;
   /** The id of each byte's ByteLevel character. */
   byteIds: Int32Array;
-  /** Three ids per merge, in rank order: left, right, merged. */
+  /**
+   * The merges, grouped by their left id and sorted by their right id within: three numbers each (right id, rank,
+   * merged id); those with left id L are entries firstOf[L] to firstOf[L + 1] - 1. Read as they are from the cache,
+   * nothing to build.
+   */
   merges: Int32Array;
+  firstOf: Int32Array;
   /** `ignore_merges` only: every vocabulary string (and added token) that is a ByteLevel string, as its bytes, and its id. */
   words: { ids: Int32Array; offsets: Uint32Array; bytes: Uint8Array };
 }
@@ -113,6 +118,8 @@ export function buildEncoderData(json: Record<string, unknown>, config: Record<s
   const vocab = model.vocab;
   if (!vocab || typeof vocab !== 'object' || Array.isArray(vocab)) return 'the vocabulary is not an object';
   if (!Array.isArray(model.merges)) return 'no merges';
+  const size = Object.keys(vocab).length + (Array.isArray(json.added_tokens) ? json.added_tokens.length : 0);
+  if (size >= 2 ** 24) return 'more than 2^24 ids';
   if (config.remove_space === true || config.do_lowercase_and_remove_accent) return 'the config rewrites the text before encoding';
   if (!postProcessorKeepsTokens(json.post_processor)) return 'the post-processor may change the tokens';
   const { model: _model, ...rest } = json;
@@ -151,13 +158,26 @@ export function buildEncoderData(json: Record<string, unknown>, config: Record<s
     mergedIds[rank] = id;
   }
   // A merge whose part the BPE can never make never applies (and must not be keyed by another string's id).
-  const merges: number[] = [];
+  // A merge listed twice is ranked by its last line, as the engine's Map keeps the last.
+  const last = new Map<number, number>();
+  const lefts: number[] = [];
+  const rights: number[] = [];
   for (let rank = 0; rank < pairs.length; rank++) {
     const left = idOf(String(pairs[rank][0]));
     const right = idOf(String(pairs[rank][1]));
+    lefts.push(left ?? -1);
+    rights.push(right ?? -1);
     if (left === undefined || right === undefined || made.get(left) !== String(pairs[rank][0]) || made.get(right) !== String(pairs[rank][1])) continue;
-    merges.push(left, right, mergedIds[rank]);
+    last.set(left * 2 ** 24 + right, rank);
   }
+  const ranks = [...last.values()].sort((a, b) => lefts[a] - lefts[b] || rights[a] - rights[b]);
+  let top = 0;
+  for (const rank of ranks) top = Math.max(top, lefts[rank] + 1);
+  const firstOf = new Int32Array(top + 1);
+  for (const rank of ranks) firstOf[lefts[rank] + 1]++;
+  for (let left = 0; left < top; left++) firstOf[left + 1] += firstOf[left];
+  const merges = new Int32Array(3 * ranks.length);
+  ranks.forEach((rank, k) => { merges[3 * k] = rights[rank]; merges[3 * k + 1] = rank; merges[3 * k + 2] = mergedIds[rank]; });
   const ignoreMerges = model.ignore_merges === true;
   const wordIds: number[] = [];
   const wordOffsets: number[] = [0];
@@ -182,30 +202,30 @@ export function buildEncoderData(json: Record<string, unknown>, config: Record<s
     skeleton,
     ignoreMerges,
     byteIds,
-    merges: Int32Array.from(merges),
+    merges,
+    firstOf,
     words: { ids: Int32Array.from(wordIds), offsets: Uint32Array.from(wordOffsets), bytes: Uint8Array.from(wordBytes) },
   };
 }
 
-/** A piece longer than this is encoded each time, not remembered. */
-const REMEMBER_UP_TO = 256;
-/** Pieces remembered before the memory is emptied (bounded memory on any corpus). */
-const REMEMBERED = 1 << 17;
+/** A piece longer than this is encoded each time, not remembered (pieces are words: a few characters). */
+const REMEMBER_UP_TO = 64;
+/** Pieces remembered before the memory is emptied: at most ~10 MB on any corpus. */
+const REMEMBERED = 1 << 16;
 
 export class ByteLevelEncoder {
   private readonly tokenizer: SkeletonTokenizer;
-  private readonly steps: Array<PreTokenizerStep | null>;
   private readonly byteLevel: ByteLevelStep;
   /** ByteLevel character (code unit) → its byte's id. */
   private readonly charIds: Int32Array;
-  // Merges: open addressing on (left, right).
-  private readonly mask: number;
-  private readonly keyLeft: Int32Array;
-  private readonly keyRight: Int32Array;
-  private readonly rankOf: Int32Array;
-  private readonly mergedOf: Int32Array;
+  private readonly merges: Int32Array;
+  private readonly firstOf: Int32Array;
   private words?: Map<string, number>;
   private readonly remembered = new Map<string, number | number[]>();
+  private readonly splitUnnormalized: (text: string) => string[];
+  private readonly splitNormalized: (text: string) => string[];
+  /** Each step before ByteLevel as a function of one piece (its pre_tokenize_text, or an equal regex split). */
+  private readonly stepSplits: Array<(text: string, out: string[], index: number) => void>;
   // Scratch for the merge loop, grown as words need.
   private ids = new Int32Array(64);
   private next = new Int32Array(64);
@@ -216,47 +236,33 @@ export class ByteLevelEncoder {
     this.tokenizer = skeletonTokenizer(tokenizers, data.skeleton, config);
     const pre = preTokenizerSteps(this.tokenizer, data.skeleton.pre_tokenizer);
     if (!pre) throw new Error('the pre-tokenizer does not end with ByteLevel');
-    this.steps = pre.steps;
     this.byteLevel = pre.byteLevel;
+    this.splitUnnormalized = dictionarySplit(this.tokenizer.splitter_unnormalized);
+    this.splitNormalized = dictionarySplit(this.tokenizer.splitter_normalized);
+    const specs = (data.skeleton.pre_tokenizer as { type?: string; pretokenizers?: unknown[] }).type === 'Sequence' ? (data.skeleton.pre_tokenizer as { pretokenizers: unknown[] }).pretokenizers : [];
+    this.stepSplits = pre.steps.flatMap((step, k) => (step ? [stepSplit(step, specs[k])] : []));
     let top = 0;
     for (let byte = 0; byte < 256; byte++) top = Math.max(top, pre.byteLevel.byte_encoder[byte].charCodeAt(0));
     this.charIds = new Int32Array(top + 1).fill(-1);
     for (let byte = 0; byte < 256; byte++) this.charIds[pre.byteLevel.byte_encoder[byte].charCodeAt(0)] = data.byteIds[byte];
-    const count = data.merges.length / 3;
-    let size = 1024;
-    while (size < count * 2) size *= 2;
-    this.mask = size - 1;
-    this.keyLeft = new Int32Array(size).fill(-1);
-    this.keyRight = new Int32Array(size);
-    this.rankOf = new Int32Array(size);
-    this.mergedOf = new Int32Array(size);
-    const merges = data.merges;
-    for (let rank = 0; rank < count; rank++) {
-      const left = merges[3 * rank];
-      const right = merges[3 * rank + 1];
-      let slot = this.slot(left, right);
-      while (this.keyLeft[slot] !== -1 && (this.keyLeft[slot] !== left || this.keyRight[slot] !== right)) slot = (slot + 1) & this.mask;
-      // A merge listed twice is ranked by its last line, as the engine's Map keeps the last.
-      this.keyLeft[slot] = left;
-      this.keyRight[slot] = right;
-      this.rankOf[slot] = rank;
-      this.mergedOf[slot] = merges[3 * rank + 2];
-    }
+    this.merges = data.merges;
+    this.firstOf = data.firstOf;
   }
 
-  private slot(left: number, right: number): number {
-    let h = Math.imul(left, 0x9e3779b1) ^ Math.imul(right + 0x7f4a7c15, 0x85ebca6b);
-    h ^= h >>> 15;
-    return h & this.mask;
-  }
-
-  /** The slot of the merge (left, right), or -1. */
+  /** Where the merge (left, right) is in `merges` (its rank at +1, its merged id at +2), or -1. */
   private find(left: number, right: number): number {
-    for (let slot = this.slot(left, right); ; slot = (slot + 1) & this.mask) {
-      const key = this.keyLeft[slot];
-      if (key === -1) return -1;
-      if (key === left && this.keyRight[slot] === right) return slot;
+    if (left + 1 >= this.firstOf.length) return -1;
+    const merges = this.merges;
+    let low = this.firstOf[left];
+    let high = this.firstOf[left + 1] - 1;
+    while (low <= high) {
+      const middle = (low + high) >> 1;
+      const value = merges[3 * middle];
+      if (value === right) return 3 * middle;
+      if (value < right) low = middle + 1;
+      else high = middle - 1;
     }
+    return -1;
   }
 
   /** `text` as the engine encodes it without added special tokens. */
@@ -264,7 +270,7 @@ export class ByteLevelEncoder {
     const out: number[] = [];
     const tokenizer = this.tokenizer;
     const added = tokenizer.added_tokens_map;
-    const sections = tokenizer.splitter_unnormalized.split(text);
+    const sections = this.splitUnnormalized(text);
     strip(sections, added);
     for (let index = 0; index < sections.length; index++) {
       let section = sections[index];
@@ -273,14 +279,18 @@ export class ByteLevelEncoder {
       if (token) { out.push(token.id); continue; }
       if (tokenizer.normalizer !== null) section = tokenizer.normalizer(section);
       if (section.length === 0) continue;
-      const subsections = tokenizer.splitter_normalized.split(section);
+      const subsections = this.splitNormalized(section);
       strip(subsections, added);
       for (const subsection of subsections) {
         if (subsection.length === 0) continue;
         const inner = added.get(subsection);
         if (inner) { out.push(inner.id); continue; }
         let pieces = [subsection];
-        for (const step of this.steps) if (step) pieces = step.pre_tokenize(pieces, { section_index: index });
+        for (const split of this.stepSplits) {
+          const next: string[] = [];
+          for (const piece of pieces) split(piece, next, index);
+          pieces = next;
+        }
         for (const piece of pieces) this.piece(piece, out, index);
       }
     }
@@ -355,7 +365,7 @@ export class ByteLevelEncoder {
     };
     for (let i = 0; i + 1 < n; i++) {
       const slot = this.find(ids[i], ids[i + 1]);
-      if (slot >= 0) push(this.rankOf[slot] * n + i);
+      if (slot >= 0) push(this.merges[slot + 1] * n + i);
     }
     while (size > 0) {
       const key = pop();
@@ -365,19 +375,19 @@ export class ByteLevelEncoder {
       // Stale: the left token was merged away or changed since (a pair's rank is its own, so equal rank is the same pair).
       if (ids[i] < 0 || j < 0) continue;
       const slot = this.find(ids[i], ids[j]);
-      if (slot < 0 || this.rankOf[slot] !== rank) continue;
-      ids[i] = this.mergedOf[slot];
+      if (slot < 0 || this.merges[slot + 1] !== rank) continue;
+      ids[i] = this.merges[slot + 2];
       ids[j] = -1;
       next[i] = next[j];
       if (next[j] >= 0) prev[next[j]] = i;
       const before = prev[i];
       if (before >= 0) {
         const left = this.find(ids[before], ids[i]);
-        if (left >= 0) push(this.rankOf[left] * n + before);
+        if (left >= 0) push(this.merges[left + 1] * n + before);
       }
       if (next[i] >= 0) {
         const right = this.find(ids[i], ids[next[i]]);
-        if (right >= 0) push(this.rankOf[right] * n + i);
+        if (right >= 0) push(this.merges[right + 1] * n + i);
       }
     }
     for (let i = 0; i >= 0; i = next[i]) out.push(ids[i]);
@@ -405,6 +415,74 @@ export class ByteLevelEncoder {
   }
 }
 
+/**
+ * DictionarySplitter.split as one regex: the added tokens' texts (the words of its trie), longest first, so at
+ * the leftmost position where any matches the longest is taken, as the trie walk takes it; code units, no `u`
+ * flag, as the trie walks them. Empty texts never match (the trie's end marker is the empty string, falsy).
+ */
+function dictionarySplit(splitter: { split(text: string): string[]; trie?: Record<string, unknown> }): (text: string) => string[] {
+  const words = new Set<string>();
+  const walk = (node: Record<string, unknown>) => {
+    for (const key of Object.keys(node)) {
+      if (key === 'end') { if (typeof node.end === 'string' && node.end) words.add(node.end); } else walk(node[key] as Record<string, unknown>);
+    }
+  };
+  if (!splitter.trie) return (text) => splitter.split(text);
+  walk(splitter.trie);
+  if (words.size === 0) return (text) => (text.length ? [text] : []);
+  const escape = (word: string) => word.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
+  const pattern = new RegExp([...words].sort((a, b) => b.length - a.length).map(escape).join('|'), 'g');
+  return (text) => {
+    const result: string[] = [];
+    let start = 0;
+    pattern.lastIndex = 0;
+    for (let match = pattern.exec(text); match; match = pattern.exec(text)) {
+      if (match.index > start) result.push(text.slice(start, match.index));
+      result.push(match[0]);
+      start = pattern.lastIndex;
+    }
+    if (start < text.length) result.push(text.slice(start));
+    return result;
+  };
+}
+
+/**
+ * A pre-tokenizer step on one piece, appending its pieces. A Split that is not inverted and does not remove is
+ * regex_split (@huggingface/tokenizers core.ts) on its own pattern: text between matches and each non-empty
+ * match, as matchAll finds them (an empty match moves on by one code point); done here with exec on a copy of
+ * the pattern, without matchAll's iterator. Any other step is its own pre_tokenize_text.
+ */
+function stepSplit(step: PreTokenizerStep, spec: unknown): (text: string, out: string[], index: number) => void {
+  const config = spec as { type?: string; invert?: boolean; behavior?: string } | undefined;
+  const own = (step as unknown as { pattern?: unknown }).pattern;
+  if (config?.type === 'Split' && !config.invert && config.behavior?.toLowerCase() !== 'removed' && own instanceof RegExp && own.global) {
+    const pattern = new RegExp(own.source, own.flags);
+    const unicode = pattern.unicode || pattern.flags.includes('v');
+    return (text, out) => {
+      let previous = 0;
+      pattern.lastIndex = 0;
+      for (let match = pattern.exec(text); match; match = pattern.exec(text)) {
+        const found = match[0];
+        if (previous < match.index) out.push(text.slice(previous, match.index));
+        if (found.length > 0) out.push(found);
+        previous = match.index + found.length;
+        if (found.length === 0) {
+          const at = pattern.lastIndex;
+          const pair = unicode && at + 1 < text.length && (text.charCodeAt(at) & 0xfc00) === 0xd800 && (text.charCodeAt(at + 1) & 0xfc00) === 0xdc00;
+          pattern.lastIndex = at + (pair ? 2 : 1);
+        }
+      }
+      if (previous < text.length) out.push(text.slice(previous));
+    };
+  }
+  const pre = step as unknown as { pre_tokenize_text(text: string, options: Record<string, unknown>): string[] | string };
+  return (text, out, index) => {
+    const pieces = pre.pre_tokenize_text(text, { section_index: index });
+    if (Array.isArray(pieces)) for (const piece of pieces) out.push(piece);
+    else out.push(pieces);
+  };
+}
+
 /** Added tokens with lstrip / rstrip trim their neighbours (Tokenizer.encode_text). */
 function strip(sections: string[], added: SkeletonTokenizer['added_tokens_map']): void {
   for (let i = 0; i < sections.length; i++) {
@@ -416,8 +494,9 @@ function strip(sections: string[], added: SkeletonTokenizer['added_tokens_map'])
 }
 
 // Cache file: `<digest>.bpe.bin` beside the byte table; 4-byte header length, JSON header (format, the source's
-// digest, the skeleton, counts, the payload's digest), then byteIds, merges, word ids, word offsets, word bytes.
-const ENCODER_FORMAT = 'tagmask-bpe-1';
+// digest, the skeleton, counts, the payload's digest), then byteIds, firstOf, merges, word ids, word offsets, word
+// bytes, each 4-byte aligned, read as views of the file's buffer.
+const ENCODER_FORMAT = 'tagmask-bpe-2';
 
 const payloadDigest = (parts: Uint8Array[]) => parts.reduce((hash, part) => hash.update(part), createHash('sha256')).digest('hex');
 const bytesOf = (array: Int32Array | Uint32Array | Uint8Array) => new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
@@ -427,10 +506,10 @@ export function writeEncoderCache(file: string, data: EncoderData, source: strin
     mkdirSync(dirname(file), { recursive: true });
     const existing = lstatSync(file, { throwIfNoEntry: false });
     if (existing && !existing.isFile()) return;
-    const payload = [data.byteIds, data.merges, data.words.ids, data.words.offsets, data.words.bytes].map(bytesOf);
+    const payload = [data.byteIds, data.firstOf, data.merges, data.words.ids, data.words.offsets, data.words.bytes].map(bytesOf);
     const header = Buffer.from(JSON.stringify({
       format: ENCODER_FORMAT, source, skeleton: data.skeleton, ignoreMerges: data.ignoreMerges,
-      merges: data.merges.length, words: data.words.ids.length, wordBytes: data.words.bytes.length, payload: payloadDigest(payload),
+      firstOf: data.firstOf.length, merges: data.merges.length, words: data.words.ids.length, wordBytes: data.words.bytes.length, payload: payloadDigest(payload),
     }));
     const headerLength = Buffer.alloc(4);
     headerLength.writeUInt32LE(header.length);
@@ -458,21 +537,30 @@ export function readEncoderCache(file: string, source: string): EncoderData | un
     const buffer = readFileSync(file);
     const headerLength = buffer.readUInt32LE(0);
     const header = JSON.parse(buffer.subarray(4, 4 + headerLength).toString('utf8')) as {
-      format: string; source: string; skeleton: Record<string, unknown>; ignoreMerges: boolean; merges: number; words: number; wordBytes: number; payload: string;
+      format: string; source: string; skeleton: Record<string, unknown>; ignoreMerges: boolean; firstOf: number; merges: number; words: number; wordBytes: number; payload: string;
     };
     if (header.format !== ENCODER_FORMAT || header.source !== source) return undefined;
-    for (const count of [header.merges, header.words, header.wordBytes]) if (!(Number.isSafeInteger(count) && count >= 0)) return undefined;
+    for (const count of [header.firstOf, header.merges, header.words, header.wordBytes]) if (!(Number.isSafeInteger(count) && count >= 0)) return undefined;
     let at = 4 + headerLength;
     at += (4 - (at % 4)) % 4;
-    const take = (bytes: number) => { const part = new Uint8Array(bytes); part.set(buffer.subarray(at, at + bytes)); at += bytes; return part; };
-    const byteIds = new Int32Array(take(256 * 4).buffer);
-    const merges = new Int32Array(take(header.merges * 4).buffer);
-    const ids = new Int32Array(take(header.words * 4).buffer);
-    const offsets = new Uint32Array(take((header.words + 1) * 4).buffer);
+    // Views of the file's own buffer where aligned (a large read is its own allocation), else copies.
+    const take = (bytes: number): Uint8Array => {
+      if (at + bytes > buffer.length) throw new Error('short');
+      const part = (buffer.byteOffset + at) % 4 === 0 ? new Uint8Array(buffer.buffer, buffer.byteOffset + at, bytes) : Uint8Array.from(buffer.subarray(at, at + bytes));
+      at += bytes;
+      return part;
+    };
+    const int32 = (count: number) => { const part = take(count * 4); return new Int32Array(part.buffer, part.byteOffset, count); };
+    const byteIds = int32(256);
+    const firstOf = int32(header.firstOf);
+    const merges = int32(header.merges);
+    const ids = int32(header.words);
+    const offsetsPart = take((header.words + 1) * 4);
+    const offsets = new Uint32Array(offsetsPart.buffer, offsetsPart.byteOffset, header.words + 1);
     const bytes = take(header.wordBytes);
-    if (at !== buffer.length || merges.length % 3 !== 0 || offsets[header.words] !== header.wordBytes) return undefined;
-    if (payloadDigest([byteIds, merges, ids, offsets, bytes].map(bytesOf)) !== header.payload) return undefined;
-    return { skeleton: header.skeleton, ignoreMerges: header.ignoreMerges, byteIds, merges, words: { ids, offsets, bytes } };
+    if (at !== buffer.length || merges.length % 3 !== 0 || firstOf.length === 0 || firstOf[firstOf.length - 1] * 3 !== merges.length || offsets[header.words] !== header.wordBytes) return undefined;
+    if (payloadDigest([byteIds, firstOf, merges, ids, offsets, bytes].map(bytesOf)) !== header.payload) return undefined;
+    return { skeleton: header.skeleton, ignoreMerges: header.ignoreMerges, byteIds, firstOf, merges, words: { ids, offsets, bytes } };
   } catch {
     return undefined;
   }

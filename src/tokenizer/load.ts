@@ -10,8 +10,10 @@
  *
  * The mask only needs the byte table, so the table is cached on disk keyed by the files' content: a warm run
  * reads and hashes tokenizer.json but neither parses it nor loads the engine; a cold one parses it and builds
- * the table, saying so where `onTableBuild` is set. Building the engine costs ~0.5–1.5 s on a large vocabulary,
- * so it is built on first use of encode/decode/applyChatTemplate only, warm cache or cold.
+ * the table, saying so where `onTableBuild` is set. Building the engine's model costs ~0.5–1.5 s on a large
+ * vocabulary, so it is built on first need only: decode, encoding with special tokens added, and encoding with a
+ * tokenizer encoder.ts cannot reproduce; byte-level BPE encodes through encoder.ts (its merges cached beside the
+ * table), and rendering a chat template needs only the config.
  */
 import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
@@ -155,16 +157,20 @@ function renderBounded(jinja: Jinja, template: InstanceType<Jinja['Template']>, 
   let steps = 0;
   const limited = (what: string) => new Error(`${origin}: the chat template ${what}: rendering stopped`);
   // A for loop sets up a scope for every item before its body runs once: each item of what a loop iterates
-  // is a step too, so a loop that breaks at once still pays for its list.
-  const iterables = new WeakSet<object>();
+  // is a step too, so a loop that breaks at once still pays for its list. A For node names its iterable (the
+  // node evaluateFor evaluates first); that evaluation is recognised on entry by identity (a loop inside it, a
+  // macro's, names its own), which costs less per node than a set of every iterable looked up every time.
+  let iterable: object | undefined;
   prototype.evaluate = function (node, environment) {
     if (++steps > RENDER_LIMITS.steps) throw limited(`takes more than ${RENDER_LIMITS.steps.toLocaleString('en-US')} steps`);
     const statement = node as { type?: string; iterable?: { type?: string; lhs?: object } } | undefined;
-    if (statement?.type === 'For' && statement.iterable) iterables.add(statement.iterable.type === 'SelectExpression' && statement.iterable.lhs ? statement.iterable.lhs : statement.iterable);
+    const isIterable = statement !== undefined && statement === iterable;
+    if (isIterable) iterable = undefined;
+    if (statement?.type === 'For' && statement.iterable) iterable = statement.iterable.type === 'SelectExpression' && statement.iterable.lhs ? statement.iterable.lhs : statement.iterable;
     const result = evaluate.call(this, node, environment);
     const value = result?.value;
     if ((typeof value === 'string' || Array.isArray(value)) && value.length > RENDER_LIMITS.chars) throw limited(`makes a ${typeof value === 'string' ? 'text' : 'list'} longer than ${RENDER_LIMITS.chars.toLocaleString('en-US')}`);
-    if (statement && iterables.has(statement)) {
+    if (isIterable) {
       steps += Array.isArray(value) ? value.length : value instanceof Map ? value.size : 0;
       if (steps > RENDER_LIMITS.steps) throw limited(`takes more than ${RENDER_LIMITS.steps.toLocaleString('en-US')} steps`);
     }
@@ -517,15 +523,21 @@ function loaded(path: string, table: ByteTable, parse: () => TokenizerJson, sour
   let fast: ByteLevelEncoder | null | undefined;
   const encoder = (): ByteLevelEncoder | null => {
     if (fast !== undefined) return fast;
-    const cacheDir = cacheDirectory();
-    const digest = cacheDir ? (source ?? sourceDigest(path)) : '';
-    return (fast = encoderFor({
-      cacheFile: cacheDir && join(cacheDir, `${digest.slice(0, 40)}.bpe.bin`),
-      source: digest,
-      parse: () => parse() as unknown as Record<string, unknown>,
-      config: configOf,
-      tokenizers: tokenizersModuleLoaded,
-    }) ?? null);
+    try {
+      const cacheDir = cacheDirectory();
+      const digest = cacheDir ? (source ?? sourceDigest(path)) : '';
+      fast = encoderFor({
+        cacheFile: cacheDir && join(cacheDir, `${digest.slice(0, 40)}.bpe.bin`),
+        source: digest,
+        parse: () => parse() as unknown as Record<string, unknown>,
+        config: configOf,
+        tokenizers: tokenizersModuleLoaded,
+      }) ?? null;
+    } catch {
+      // Whatever stops it (a file that does not parse, a component the engine refuses) the engine says, naming the file.
+      fast = null;
+    }
+    return fast;
   };
   let reference: Promise<TransformersTokenizer> | undefined;
   return {

@@ -1,5 +1,5 @@
 /**
- * `tagmask mask --jobs N`: worker threads over read chunks (2 MiB of whole lines each, handed to a worker without
+ * `tagmask mask --jobs N`: worker threads over read chunks (1 MiB of whole lines each, handed to a worker without
  * a copy). What a user relies on: every line answered once and in input order across chunks, a line split
  * across reads masked whole, bad lines named by their own line number, the same bytes and the same stderr as
  * one thread; and the output doors as safe as one thread's (a pipe kept open is answered line by line, a FIFO
@@ -25,7 +25,7 @@ const samples: Sample[] = readFileSync(join(ROOT, 'samples/search-r1-qwen3/rollo
 type Expected = { kind: 'mask'; id: string; mask: number[] } | { kind: 'error'; id: unknown; message: RegExp } | { kind: 'blank' };
 
 /**
- * ~5.5 MB of rollouts (three 2 MiB chunks and more), line endings LF and CRLF, a byte order mark first, blank
+ * ~5.5 MB of rollouts (five 1 MiB chunks and more), line endings LF and CRLF, a byte order mark first, blank
  * lines, bad lines of three kinds, a 3 MiB line (wider than a chunk: spaces inside its JSON) and an
  * unterminated last line.
  */

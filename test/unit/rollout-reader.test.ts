@@ -7,7 +7,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { readRecord } from '../../src/io/records.ts';
+import { IdArena, readPlainLine, readRecord, type PlainLine } from '../../src/io/records.ts';
+import { idJson } from '../../src/io/lines.ts';
 import { readShaped, type ShapedLine } from '../../src/io/shapes.ts';
 
 type Outcome = { ok: true; value: unknown } | { ok: false; message: string };
@@ -74,6 +75,8 @@ const mutation = fc.oneof(
     const i = at % Math.max(1, text.length);
     return text.slice(0, i) + text.slice(i + 1);
   }),
+  // A line cut short (the reader then runs into the end of the bytes, inside the array or after it).
+  fc.nat().map((at) => (text: string) => text.slice(0, at % (text.length + 1))),
 );
 const line = fc.tuple(written, fc.array(mutation, { maxLength: 3 })).map(([text, edits]) => edits.reduce((t, edit) => edit(t), text));
 
@@ -85,7 +88,7 @@ describe('the byte reader of "tokens" and JSON.parse', () => {
     }), { numRuns: 3000 });
   });
 
-  it('the audit\'s lines: [007] rejected, an escaped or nested "tokens" never taken for the real one', () => {
+  it('the audit\'s lines: [007] rejected, an escaped or nested "tokens" never taken for the real one, a line cut inside its array rejected', () => {
     const cases: Array<[string, 'reject' | number[]]> = [
       ['{"id":1,"tokens":[007]}', 'reject'],
       ['{"id":1,"tokens":[1,00]}', 'reject'],
@@ -93,6 +96,15 @@ describe('the byte reader of "tokens" and JSON.parse', () => {
       ['{"id":1,"x":{"tokens":[1,2,3]},"\\u0074okens":[]}', []],
       ['{"id":1,"tokens":[1,2,3],"\\u0074okens":[9]}', [9]],
       ['{"id":1,"meta":{"tokens":[1,2,3]}}', 'reject'],
+      // Cut inside the array: the reader meets the end of the line in a number, after a comma, after a space.
+      ['{"id":1,"tokens":[1,2', 'reject'],
+      ['{"id":1,"tokens":[151644', 'reject'],
+      ['{"id":1,"tokens":[0', 'reject'],
+      ['{"id":1,"tokens":[1, ', 'reject'],
+      ['{"id":1,"tokens":[1 ', 'reject'],
+      ['{"id":1,"tokens":[', 'reject'],
+      ['{"id":1,"tokens":[ ', 'reject'],
+      ['{"id":1,"tokens":[1,2]', 'reject'],
     ];
     for (const [text, expected] of cases) {
       const { fast, slow } = both(text);
@@ -100,5 +112,72 @@ describe('the byte reader of "tokens" and JSON.parse', () => {
       if (expected === 'reject') expect(fast.ok, text).toBe(false);
       else expect(fast.ok && (fast.value as { rollouts: Array<{ tokens: number[] }> }).rollouts[0].tokens, text).toEqual(expected);
     }
+  });
+});
+
+/**
+ * The batched mask path's quickest reader (readPlainLine: `{"id", "tokens", "prompt_length"?}` read with no
+ * JSON.parse) takes a line only where the plain reader reads a flat rollout from it with no options and no mask,
+ * and then gives the same ids, prompt length and id JSON (idJson, what the output line writes).
+ */
+describe('readPlainLine and the plain reader', () => {
+  const plainOf = (text: string) => {
+    const arena = new IdArena();
+    const into: PlainLine = { idText: '', promptLength: -2 };
+    return readPlainLine(Buffer.from(text, 'utf8'), arena, into) ? { ids: Array.from(arena.ids.subarray(0, arena.used)), idText: into.idText, promptLength: into.promptLength } : undefined;
+  };
+  const agrees = (text: string) => {
+    const quick = plainOf(text);
+    if (!quick) return false;
+    const slow = outcome(() => plain(text));
+    expect(slow.ok, text).toBe(true);
+    const value = JSON.parse(text);
+    const line = plain(text);
+    expect(line.shape, text).toBe('flat');
+    const [rollout] = line.rollouts as Array<{ id: unknown; tokens: ArrayLike<number>; promptLength: number; options: object; given?: unknown }>;
+    expect(quick.ids, text).toEqual(Array.from(rollout.tokens));
+    expect(quick.promptLength, text).toBe(rollout.promptLength);
+    expect(quick.idText, text).toBe(idJson(value.id));
+    expect(Object.keys(rollout.options), text).toEqual([]);
+    expect(rollout.given, text).toBeUndefined();
+    return true;
+  };
+
+  it('takes the lines writers write (JSON.stringify, json.dumps) and reads them as the plain reader does', () => {
+    const taken = [
+      '{"id":"realistic-343/0","tokens":[151644,872,198],"prompt_length":2}',
+      '{"id": "a b", "tokens": [1, 22, 333], "prompt_length": 3}',
+      '{"id":0,"tokens":[]}',
+      '{"id":123456789012345,"tokens":[0,4294967295]}',
+      '{"id":"","tokens":[5],"prompt_length":0}',
+      '{"id":"x/y\'z<>","tokens":[ 1 , 2 ]}',
+    ];
+    for (const text of taken) expect(agrees(text), text).toBe(true);
+    // Left to the general path, which reads (or rejects) them: other keys or orders, escapes, non-ASCII ids,
+    // ids the plain integers do not cover, a prompt_length past the tokens or not a plain integer, cut lines.
+    const left = [
+      '{"tokens":[1],"id":"a"}', '{"id":"a","tokens":[1],"mask":[1]}', '{"id":"a","tokens":[1],"options":{}}',
+      '{"id":"a\\"b","tokens":[1]}', '{"id":"é","tokens":[1]}', '{"id":"\\u0041","tokens":[1]}', '{"id":-1,"tokens":[1]}',
+      '{"id":1.5,"tokens":[1]}', '{"id":01,"tokens":[1]}', '{"id":1234567890123456,"tokens":[1]}', '{"id":null,"tokens":[1]}',
+      '{"id":"a","tokens":[1],"prompt_length":2}', '{"id":"a","tokens":[1],"prompt_length":-1}', '{"id":"a","tokens":[1],"prompt_length":01}',
+      '{"id":"a","tokens":[1],"prompt_length":1.0}', '{"id":"a","tokens":[1],"prompt_length":null}', '{"id":"a","tokens":[1] }',
+      '{"id":"a","tokens":[1]', '{"id":"a","tokens":[1,', '{"id":"a","tokens":[007]}', '{"id":"a","tokens":[1]}x', ' {"id":"a","tokens":[1]}',
+    ];
+    for (const text of left) expect(plainOf(text), text).toBeUndefined();
+  });
+
+  it('never takes a line the plain reader reads otherwise (random lines and mutations)', () => {
+    const simple = fc.record({
+      id: fc.oneof(fc.string(), fc.integer(), fc.nat(), fc.constantFrom('a/1', 'x y', '', 'é', '"', '\\')),
+      tokens: fc.array(fc.nat(200_000), { maxLength: 12 }),
+      prompt_length: fc.nat(15),
+    }, { requiredKeys: ['id', 'tokens'] });
+    const spacing = fc.constantFrom(['', ''], [' ', ''], ['', ' ']);
+    const writtenSimple = fc.tuple(simple, spacing).map(([value, [afterColon, afterComma]]) => JSON.stringify(value).replaceAll('":', `":${afterColon}`).replaceAll(',"', `,${afterComma}"`));
+    let taken = 0;
+    fc.assert(fc.property(fc.oneof(line, fc.tuple(writtenSimple, fc.array(mutation, { maxLength: 2 })).map(([text, edits]) => edits.reduce((t, edit) => edit(t), text))), (text) => {
+      if (agrees(text)) taken++;
+    }), { numRuns: 4000 });
+    expect(taken).toBeGreaterThan(200);
   });
 });

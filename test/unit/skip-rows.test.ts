@@ -47,9 +47,25 @@ describe('skip rows', () => {
   });
 
   it('the scan view is the table with special tokens as one byte and sentinel bytes made neutral', () => {
-    const table = tokenizer.table;
-    for (const name of ['search-r1', 'qwen3-tools']) {
-      const view = buildScanView(table, declaredLiterals(loadGrammar(name).grammar).map((item) => item.literal));
+    // Qwen3 (its special tokens all at the end of the vocabulary) and a small table with special tokens between
+    // ordinary ones, empty pieces, an unknown id and bytes that are sentinels, so that later ids move.
+    const text = (value: string) => Array.from(Buffer.from(value, 'latin1'));
+    const small: Array<[number[], number]> = [[text('ab'), 1], [text('<x>'), 3], [[], 0], [[0xfe, 0x41], 1], [text('<yy>'), 3], [[], 3], [text('c'), 1], [[0xff], 1], [text('<zzz>'), 3], [text('d'), 1]];
+    const made = {
+      size: small.length,
+      pieces: Uint8Array.from(small.flatMap(([bytes]) => bytes)),
+      offsets: Uint32Array.from([0, ...small.map((_, i) => small.slice(0, i + 1).reduce((sum, [bytes]) => sum + bytes.length, 0))]),
+      flags: Uint8Array.from(small.map(([, flag]) => flag)),
+      encoding: 'plain' as const,
+    };
+    const cases: Array<[typeof tokenizer.table, string[]]> = [
+      [tokenizer.table, declaredLiterals(loadGrammar('search-r1').grammar).map((item) => item.literal)],
+      [tokenizer.table, declaredLiterals(loadGrammar('qwen3-tools').grammar).map((item) => item.literal)],
+      [made, ['<x>a', 'b<zzz>']],
+    ];
+    for (const [table, literals] of cases) {
+      const name = `${table.size} ids, ${literals.length} literals`;
+      const view = buildScanView(table, literals);
       expect(view.sentinels.size, name).toBeGreaterThan(0);
       const sentinelBytes = new Set(view.sentinels.values());
       const scan = view.table;
