@@ -208,10 +208,10 @@ export function buildEncoderData(json: Record<string, unknown>, config: Record<s
   };
 }
 
-/** A piece longer than this is encoded each time, not remembered. */
-const REMEMBER_UP_TO = 256;
-/** Pieces remembered before the memory is emptied (bounded memory on any corpus). */
-const REMEMBERED = 1 << 17;
+/** A piece longer than this is encoded each time, not remembered (pieces are words: a few characters). */
+const REMEMBER_UP_TO = 64;
+/** Pieces remembered before the memory is emptied: at most ~10 MB on any corpus. */
+const REMEMBERED = 1 << 16;
 
 export class ByteLevelEncoder {
   private readonly tokenizer: SkeletonTokenizer;

@@ -523,15 +523,21 @@ function loaded(path: string, table: ByteTable, parse: () => TokenizerJson, sour
   let fast: ByteLevelEncoder | null | undefined;
   const encoder = (): ByteLevelEncoder | null => {
     if (fast !== undefined) return fast;
-    const cacheDir = cacheDirectory();
-    const digest = cacheDir ? (source ?? sourceDigest(path)) : '';
-    return (fast = encoderFor({
-      cacheFile: cacheDir && join(cacheDir, `${digest.slice(0, 40)}.bpe.bin`),
-      source: digest,
-      parse: () => parse() as unknown as Record<string, unknown>,
-      config: configOf,
-      tokenizers: tokenizersModuleLoaded,
-    }) ?? null);
+    try {
+      const cacheDir = cacheDirectory();
+      const digest = cacheDir ? (source ?? sourceDigest(path)) : '';
+      fast = encoderFor({
+        cacheFile: cacheDir && join(cacheDir, `${digest.slice(0, 40)}.bpe.bin`),
+        source: digest,
+        parse: () => parse() as unknown as Record<string, unknown>,
+        config: configOf,
+        tokenizers: tokenizersModuleLoaded,
+      }) ?? null;
+    } catch {
+      // Whatever stops it (a file that does not parse, a component the engine refuses) the engine says, naming the file.
+      fast = null;
+    }
+    return fast;
   };
   let reference: Promise<TransformersTokenizer> | undefined;
   return {

@@ -4,7 +4,7 @@
  * from the whole tokenizer.json, as tagmask built it before, is the reference here, on the real tokenizers whose
  * model is byte-level BPE (Qwen3, Llama 3, Llama 3.1, DeepSeek-V3, gpt-oss, Kimi K2's tiktoken), on texts that
  * reach each part the encoder takes over: added tokens next to text, normalization (NFC on Qwen3), number and
- * contraction splits, long words (the engine remembers words up to 256 characters), words the vocabulary holds
+ * contraction splits, long words (remembered up to 64 characters, longer ones encoded each time), words the vocabulary holds
  * whole (Llama 3's and gpt-oss's ignore_merges), lone surrogates, and seeded random mixes of all of these.
  * Tokenizers it cannot reproduce exactly (byte fallback: Gemma 3, Llama 2) are left to the engine, with a reason.
  */
@@ -27,7 +27,7 @@ const FIXED = [
   'combining e\u0301 and Å (U+212B) and A\u030a: NFC makes them one character',
   '<think>\nreasoning\n</think>\n\n<tool_call>\n{"name": "search", "arguments": {"q": "x"}}\n</tool_call>',
   '<|im_start|>user\nspecial tokens inline<|im_end|>\n<|begin_of_text|><|eot_id|><｜User｜><|start|>assistant<|channel|>analysis<|message|>',
-  'a'.repeat(300), 'ab'.repeat(2000), `${' '.repeat(1000)}x`, '\n'.repeat(50), '', 'x', ' ', '\u00a0\u3000 no-break spaces',
+  'a'.repeat(300), 'ab'.repeat(2000), `${'q'.repeat(64)} ${'q'.repeat(65)} ${'q'.repeat(64)}`, `${' '.repeat(1000)}x`, '\n'.repeat(50), '', 'x', ' ', '\u00a0\u3000 no-break spaces',
   'lone \ud83d high and \udc00 low surrogates', 'Supercalifragilisticexpialidocious antidisestablishmentarianism',
   'def f(x):\n    return x**2  # comment\n\tif a != b: pass', '\u0000\u0001\u007f\u00ff\ufeff controls',
 ];
