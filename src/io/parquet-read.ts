@@ -42,7 +42,16 @@ const BATCH_ROWS = 1024;
 const SNAPPY_KEPT_BYTES = 1 << 25;
 
 /** One row as read: a field per column (a null cell is a field the row does not have), or why it could not be read. */
-export interface ParquetRow { number: number; value?: Record<string, unknown>; error?: string }
+export interface ParquetRow {
+  number: number;
+  value?: Record<string, unknown>;
+  error?: string;
+  /**
+   * With `typedIds`, the last row of a batch whose ids share one buffer: the batch's typed `tokens` views are valid
+   * until the row after this one is asked for (the buffer is then reused).
+   */
+  batchEnd?: true;
+}
 
 type Library = typeof import('hyparquet') & {
   parquetHeader: typeof import('hyparquet/src/column.js').parquetHeader;
@@ -82,8 +91,14 @@ function load(): Promise<Library> {
     // decompressSnappy (hysnappy's snappyUncompress) instantiates the module and grows fresh memory for every page,
     // which cost 4-7x the decompression itself (pyarrow's 1 MB pages, measured on a 14 M-token file). A page past
     // SNAPPY_KEPT_BYTES gets an instance of its own, so the kept one's memory stays small.
+    // The stream's own length must be the page's: the module writes what the stream says (and checks the stream
+    // against that) wherever it is told, so a shorter one would leave the kept memory's last page in the output.
     const kept = snappy.snappyUncompressor();
-    const decompressSnappy = (input: Uint8Array, length: number) => (input.length + length <= SNAPPY_KEPT_BYTES ? kept : snappy.snappyUncompressor())(input, length);
+    const decompressSnappy = (input: Uint8Array, length: number) => {
+      const declared = snappyLength(input);
+      if (declared !== length) throw new ParquetLimit(`a SNAPPY page says ${length} bytes uncompressed but its data holds ${declared ?? 'no length'}`);
+      return (input.length + length <= SNAPPY_KEPT_BYTES ? kept : snappy.snappyUncompressor())(input, length);
+    };
     // gzip and brotli through node:zlib (native, and bounded by the page's declared size); ZSTD and LZ4 from
     // hyparquet-compressors (fzstd, its LZ4).
     const compressors = {
@@ -278,9 +293,9 @@ class ColumnCursor {
       if (maxDefinition) readHybrid(bytes, repetitionBytes, repetitionBytes + definitionBytes, bitWidth(maxDefinition), count, definition);
       const rest = bytes.subarray(repetitionBytes + definitionBytes);
       const size = header.uncompressed_page_size - repetitionBytes - definitionBytes;
-      page = v2.is_compressed !== false && size ? library.decompressPage(rest, size, codec, library.compressors) : rest;
+      page = v2.is_compressed !== false && size ? this.decompressData(rest, size) : rest;
     } else {
-      page = library.decompressPage(bytes, header.uncompressed_page_size, codec, library.compressors);
+      page = this.decompressData(bytes, header.uncompressed_page_size);
       const view = new DataView(page.buffer, page.byteOffset, page.byteLength);
       if (repeated) { const length = view.getUint32(at, true); at += 4; readHybrid(page, at, at + length, bitWidth(1), count, repetition); at += length; }
       if (maxDefinition) { const length = view.getUint32(at, true); at += 4; readHybrid(page, at, at + length, bitWidth(maxDefinition), count, definition); at += length; }
@@ -316,6 +331,22 @@ class ColumnCursor {
     }
     this.take(count, definition, repetition, values, maxDefinition ? 0 : -1);
     return true;
+  }
+
+  /**
+   * A data page's bytes, decompressed. SNAPPY into scratch memory reused page after page, by hyparquet's own
+   * decoder (which checks the stream makes exactly `size` bytes): this page is decoded before the next is read,
+   * and nothing of it is kept (dictionary pages, kept across pages, are decompressed into memory of their own).
+   * Fresh memory per page and the WebAssembly decoder's copies in and out cost twice this.
+   */
+  private decompressData(bytes: Uint8Array, size: number): Uint8Array {
+    const { codec } = this.decoder;
+    if (codec !== 'SNAPPY' || !(size > 0)) return this.library.decompressPage(bytes, size, codec, this.library.compressors);
+    const declared = snappyLength(bytes);
+    if (declared !== size) throw new ParquetLimit(`a SNAPPY page says ${size} bytes uncompressed but its data holds ${declared ?? 'no length'}`);
+    const out = this.scratch.page(size);
+    this.library.snappyUncompress(bytes, out);
+    return out;
   }
 
   /** PLAIN INT64 values as numbers, read as two 32-bit halves: a BigInt only for a value past 2^53. */
@@ -462,16 +493,19 @@ class ColumnCursor {
   private idEnds?: Int32Array;
 
   /**
-   * Read the first `rows` rows' values as token ids into one Uint32Array (fresh: the rows' views into it go out
-   * with them), for `cell` to hand out as views. A row that is not a list of ids (a null cell, a row over the
+   * Read the first `rows` rows' values as token ids into `buffer` (its views go out with the rows, valid until the
+   * next batch: ParquetRow.batchEnd), for `cell` to hand out. A row that is not a list of ids (a null cell, a row over the
    * limit, a negative, fractional or null element, a value past MAX_TOKEN_ID or 2^53) is left to `cell`'s usual
    * array, so that what it says about the row stays the same.
    */
-  typedIds(rows: number): void {
+  typedIds(rows: number, buffer: { ids: Uint32Array }): void {
     const { values, starts, ends } = this;
     let total = 0;
     for (let row = 0; row < rows; row++) if (starts[row] >= 0) total += ends[row] - starts[row];
-    const ids = new Uint32Array(total);
+    // One buffer for the whole read, reused batch after batch: a fresh one per batch cost more in first touches of
+    // its memory than reading the ids into it (this VM faults fresh pages in slowly).
+    if (buffer.ids.length < total) buffer.ids = new Uint32Array(Math.max(total, buffer.ids.length * 1.5));
+    const ids = buffer.ids;
     const idStarts = new Int32Array(rows);
     const idEnds = new Int32Array(rows);
     let at = 0;
@@ -527,7 +561,7 @@ class ColumnCursor {
     this.ends = this.ends.slice(rows).map((end, i) => (this.starts[i] >= 0 ? end - shift : end));
     if (this.open >= 0) this.open -= shift;
     // Give back memory a huge row took (a few pages' worth is kept: allocating it again for every batch cost more than decoding).
-    if (this.values.length > 1 << 23 && this.used < this.values.length / 4) this.values = this.values.slice(0, Math.max(1024, this.used * 2));
+    if (this.values.length > 1 << 21 && this.used < this.values.length / 4) this.values = this.values.slice(0, Math.max(1024, this.used * 2));
   }
 }
 
@@ -619,6 +653,7 @@ export async function* readParquetRows(path: string, options: ParquetReadOptions
     if (column) fast.set(child.element.name, column);
   }
   const names = root.children.map((child) => child.element.name);
+  const idBuffer = { ids: new Uint32Array(0) };
   let number = 0;
   let last = 0;
   for (const [index, group] of metadata.row_groups.entries()) {
@@ -629,13 +664,14 @@ export async function* readParquetRows(path: string, options: ParquetReadOptions
     try {
       if (!Number.isSafeInteger(declared) || declared < 0) throw new ParquetLimit(`num_rows is ${group.num_rows}`);
       if (stored !== declared) throw new ParquetLimit(`num_rows says ${declared} but its columns hold ${stored} rows`);
-      for await (const row of readGroup(library, file, group, number, root, fast, options)) { last = row.number; yield row; }
+      for await (const row of readGroup(library, file, group, number, root, fast, options, idBuffer)) { last = row.number; yield row; }
     } catch (error) {
       if (!(error instanceof GroupError) && !(error instanceof ParquetLimit) && !(error instanceof Error)) throw error;
       const at = error instanceof GroupError ? error.rowsDone : 0;
       const count = Math.max(stored - at, 1);
       last = number + at + 1;
-      yield { number: last, error: `${where} (${describeRows(last, count)}) cannot be read: ${error instanceof GroupError ? error.reason : (error as Error).message}` };
+      // It ends whatever batch of typed ids was handed out (options.typedIds: the next group's reuses their buffer).
+      yield { number: last, error: `${where} (${describeRows(last, count)}) cannot be read: ${error instanceof GroupError ? error.reason : (error as Error).message}`, ...(options.typedIds ? { batchEnd: true as const } : {}) };
     }
     // Numbering goes on after every row said or handed out, so that no two rows share a number.
     number = Math.max(number + (Number.isSafeInteger(stored) && stored > 0 ? stored : 0), last);
@@ -724,7 +760,7 @@ function storedRows(columns: ColumnChunk[], root: SchemaTree): number | undefine
   return undefined;
 }
 
-async function* readGroup(library: Library, file: FileBytes, group: FileMetaData['row_groups'][number], number: number, root: SchemaTree, fast: Map<string, FastColumn>, options: ParquetReadOptions): AsyncGenerator<ParquetRow> {
+async function* readGroup(library: Library, file: FileBytes, group: FileMetaData['row_groups'][number], number: number, root: SchemaTree, fast: Map<string, FastColumn>, options: ParquetReadOptions, idBuffer: { ids: Uint32Array }): AsyncGenerator<ParquetRow> {
   const names = root.children.map((child) => child.element.name);
   const rows = Number(group.num_rows);
   let done = 0;
@@ -778,7 +814,7 @@ async function* readGroup(library: Library, file: FileBytes, group: FileMetaData
         throw new ParquetLimit(`num_rows says ${rows} but column ${short.name} ends after ${done} rows`);
       }
       const take = Math.min(ready, want);
-      if (typedIds) typedIds.typedIds(take);
+      if (typedIds) typedIds.typedIds(take, idBuffer);
       for (const { name, tree, cursors: leaves } of assembled) {
         if (!tree.children.length) { others.set(name, leaves[0].take(take)); continue; }
         const parts = new Map<string, DecodedArray>(leaves.map((leaf) => [leaf.path, leaf.take(take)]));
@@ -799,10 +835,10 @@ async function* readGroup(library: Library, file: FileBytes, group: FileMetaData
             if (cell === null || cell === undefined) continue;
             value[name] = fast.has(name) ? cell : plainValue(cell);
           }
-          yield { number: rowNumber, value };
+          yield typedIds && row === take - 1 ? { number: rowNumber, value, batchEnd: true } : { number: rowNumber, value };
         } catch (error) {
           if (!(error instanceof ParquetLimit)) throw error;
-          yield { number: rowNumber, error: error.message };
+          yield typedIds && row === take - 1 ? { number: rowNumber, error: error.message, batchEnd: true } : { number: rowNumber, error: error.message };
         }
       }
       for (const cursor of cursors) cursor.drop(take);
@@ -844,6 +880,7 @@ class Scratch {
   private level = [new Uint8Array(1024), new Uint8Array(1024)];
   private index = new Uint32Array(1024);
   private number = new Float64Array(1024);
+  private bytes = new Uint8Array(1024);
 
   levels(which: 0 | 1, count: number): Uint8Array {
     if (this.level[which].length < count) this.level[which] = new Uint8Array(count * 1.25);
@@ -853,6 +890,11 @@ class Scratch {
   indices(count: number): Uint32Array {
     if (this.index.length < count) this.index = new Uint32Array(count * 1.25);
     return this.index.subarray(0, count);
+  }
+
+  page(size: number): Uint8Array {
+    if (this.bytes.length < size) this.bytes = new Uint8Array(size * 1.25);
+    return this.bytes.subarray(0, size);
   }
 
   numbers(count: number): Float64Array {
@@ -910,6 +952,16 @@ function readHybrid(bytes: Uint8Array, start: number, end: number, width: number
     }
   }
   if (i < count) throw new ParquetLimit(`a page's levels or indices end after ${i} of ${count} values`);
+}
+
+/** The uncompressed length a snappy stream starts with (a little-endian base-128 varint of up to 32 bits). */
+function snappyLength(bytes: Uint8Array): number | undefined {
+  let length = 0;
+  for (let i = 0; i < 5 && i < bytes.length; i++) {
+    length += (bytes[i] & 0x7f) * 2 ** (7 * i);
+    if (bytes[i] < 0x80) return length;
+  }
+  return undefined;
 }
 
 /** The content size a Zstandard frame header declares (RFC 8878 §3.1.1.1), when it declares one. */

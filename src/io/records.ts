@@ -32,7 +32,8 @@ export async function* readRecordBatches(input: string, typedIds = false, readCh
   let batch: InputRecord[] = [];
   for await (const record of format === 'parquet' ? readParquetRows(input, { typedIds }) : readJsonlGz(input)) {
     batch.push(record);
-    if (batch.length >= RECORD_BATCH) { yield batch; batch = []; }
+    // A batch never spans two of the Parquet reader's batches: the typed ids of one are overwritten by the next.
+    if (batch.length >= RECORD_BATCH || ('batchEnd' in record && record.batchEnd)) { yield batch; batch = []; }
   }
   if (batch.length) yield batch;
 }

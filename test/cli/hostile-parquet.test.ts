@@ -275,3 +275,37 @@ pq.write_table(pa.Table.from_pylist(rows, schema=schema), sys.argv[2], row_group
     });
   });
 });
+
+describe('a SNAPPY page whose stream says another length than its header (issue 21 goal 4: one decompressor kept for the run)', { timeout: 120_000 }, () => {
+  it('fails its row group with the two lengths named; the other groups read as pyarrow wrote them', async (context) => {
+    if (!needPython(context)) return;
+    const path = join(dir, `${++counter}-snappy-length.parquet`);
+    // Row groups of 7 sample rollouts; the second group's first tokens data page gets a stream length one less.
+    const offsets = JSON.parse(python(`${FLAT_TABLE}
+import pyarrow.parquet as pq
+pq.write_table(table, sys.argv[2], compression='snappy', row_group_size=7, use_dictionary=False)
+meta = pq.ParquetFile(sys.argv[2]).metadata
+print(json.dumps([meta.row_group(g).column(1).data_page_offset for g in range(meta.num_row_groups)]))
+`, join(ROOT, 'samples/search-r1-qwen3/rollouts.jsonl'), path)) as number[];
+    const bytes = readFileSync(path);
+    const { parquetHeader } = await import('hyparquet/src/column.js');
+    const reader = { view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), offset: offsets[1] };
+    const header = parquetHeader(reader);
+    expect(header.type).toBe('DATA_PAGE');
+    // The page's snappy stream starts with its uncompressed length (a varint); one less, same varint width.
+    const at = reader.offset;
+    expect(bytes[at] & 0x7f).toBeGreaterThan(0);
+    bytes[at] -= 1;
+    writeFileSync(path, bytes);
+    const run = await tagmask([...MASK, path]);
+    expect(run.code).toBe(1);
+    const lines = jsonLines(run.stdout);
+    const samples = rollouts.map((line) => JSON.parse(line) as { id: string; mask: number[] });
+    // Group 2 (rows 8-14) is one error naming the page's two lengths; the other groups are masked as built.
+    expect(lines.filter((line) => line.error)).toHaveLength(1);
+    expect(lines.find((line) => line.error).error).toMatch(/row group 2 of \d+ \(rows 8–14\).*SNAPPY page says \d+ bytes uncompressed but its data holds \d+/);
+    const masked = lines.filter((line) => !line.error);
+    expect(masked.map((line) => line.id)).toEqual([...samples.slice(0, 7), ...samples.slice(14)].map((sample) => sample.id));
+    masked.forEach((line, i) => expect(line.mask).toEqual([...samples.slice(0, 7), ...samples.slice(14)][i].mask));
+  });
+});
