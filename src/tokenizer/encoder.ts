@@ -129,15 +129,17 @@ export function buildEncoderData(json: Record<string, unknown>, config: Record<s
   const pre = preTokenizerSteps(tokenizer, skeleton.pre_tokenizer);
   if (!pre) return 'the pre-tokenizer does not end with ByteLevel';
 
-  // tokens_to_ids as the engine's model has it: the vocabulary, then every added token's content.
-  const tokensToIds = new Map<string, number>(Object.entries(vocab as Record<string, number>));
-  for (const [content, token] of tokenizer.model.tokens_to_ids) tokensToIds.set(content, token);
+  // tokens_to_ids as the engine's model has it: the vocabulary, then every added token's content over it (the
+  // skeleton's model holds those alone). Looked up in the parsed object itself, not copied into a Map.
+  const words = vocab as Record<string, number>;
+  const contents = tokenizer.model.tokens_to_ids;
+  const tokenId = (text: string): number | undefined => contents.get(text) ?? (Object.hasOwn(words, text) ? words[text] : undefined);
   const added = tokenizer.added_tokens_map;
-  const idOf = (text: string): number | undefined => added.get(text)?.id ?? tokensToIds.get(text);
+  const idOf = (text: string): number | undefined => added.get(text)?.id ?? tokenId(text);
   // Strings the BPE can make: the byte characters and the merges' results. Each must have one id, of its own.
   const made = new Map<number, string>();
   const make = (text: string): number | string => {
-    const id = tokensToIds.has(text) ? idOf(text) : undefined;
+    const id = tokenId(text) !== undefined ? idOf(text) : undefined;
     if (typeof id !== 'number' || !Number.isInteger(id) || id < 0) return `${JSON.stringify(text)} has no id`;
     const other = made.get(id);
     if (other !== undefined && other !== text) return `${JSON.stringify(other)} and ${JSON.stringify(text)} have one id (${id})`;
@@ -158,26 +160,50 @@ export function buildEncoderData(json: Record<string, unknown>, config: Record<s
     mergedIds[rank] = id;
   }
   // A merge whose part the BPE can never make never applies (and must not be keyed by another string's id).
-  // A merge listed twice is ranked by its last line, as the engine's Map keeps the last.
-  const last = new Map<number, number>();
-  const lefts: number[] = [];
-  const rights: number[] = [];
-  for (let rank = 0; rank < pairs.length; rank++) {
-    const left = idOf(String(pairs[rank][0]));
-    const right = idOf(String(pairs[rank][1]));
-    lefts.push(left ?? -1);
-    rights.push(right ?? -1);
-    if (left === undefined || right === undefined || made.get(left) !== String(pairs[rank][0]) || made.get(right) !== String(pairs[rank][1])) continue;
-    last.set(left * 2 ** 24 + right, rank);
-  }
-  const ranks = [...last.values()].sort((a, b) => lefts[a] - lefts[b] || rights[a] - rights[b]);
+  // Grouped by left id (a counting sort, ranks ascending within), then each group by right id (a stable sort);
+  // a merge listed twice is ranked by its last line, as the engine's Map keeps the last.
+  const lefts = new Int32Array(pairs.length).fill(-1);
+  const rights = new Int32Array(pairs.length);
   let top = 0;
-  for (const rank of ranks) top = Math.max(top, lefts[rank] + 1);
+  for (let rank = 0; rank < pairs.length; rank++) {
+    const leftText = String(pairs[rank][0]);
+    const rightText = String(pairs[rank][1]);
+    const left = idOf(leftText);
+    const right = idOf(rightText);
+    if (left === undefined || right === undefined || made.get(left) !== leftText || made.get(right) !== rightText) continue;
+    lefts[rank] = left;
+    rights[rank] = right;
+    if (left + 1 > top) top = left + 1;
+  }
+  const counts = new Int32Array(top + 1);
+  for (let rank = 0; rank < pairs.length; rank++) if (lefts[rank] >= 0) counts[lefts[rank] + 1]++;
+  for (let left = 0; left < top; left++) counts[left + 1] += counts[left];
+  const order = new Int32Array(counts[top]);
+  const fill = counts.slice(0, top);
+  for (let rank = 0; rank < pairs.length; rank++) if (lefts[rank] >= 0) order[fill[lefts[rank]]++] = rank;
   const firstOf = new Int32Array(top + 1);
-  for (const rank of ranks) firstOf[lefts[rank] + 1]++;
-  for (let left = 0; left < top; left++) firstOf[left + 1] += firstOf[left];
-  const merges = new Int32Array(3 * ranks.length);
-  ranks.forEach((rank, k) => { merges[3 * k] = rights[rank]; merges[3 * k + 1] = rank; merges[3 * k + 2] = mergedIds[rank]; });
+  const kept: number[] = [];
+  for (let left = 0; left < top; left++) {
+    firstOf[left] = kept.length / 3;
+    const start = counts[left];
+    const end = counts[left + 1];
+    // By right id, stably (ranks stay ascending among equal right ids): insertion sort for the many small groups.
+    if (end - start > 32) order.set(Array.from(order.subarray(start, end)).sort((x, y) => rights[x] - rights[y]), start);
+    else {
+      for (let k = start + 1; k < end; k++) {
+        const rank = order[k];
+        let at = k;
+        while (at > start && rights[order[at - 1]] > rights[rank]) { order[at] = order[at - 1]; at--; }
+        order[at] = rank;
+      }
+    }
+    for (let k = start; k < end; k++) {
+      if (k + 1 < end && rights[order[k + 1]] === rights[order[k]]) continue;
+      kept.push(rights[order[k]], order[k], mergedIds[order[k]]);
+    }
+  }
+  firstOf[top] = kept.length / 3;
+  const merges = Int32Array.from(kept);
   const ignoreMerges = model.ignore_merges === true;
   const wordIds: number[] = [];
   const wordOffsets: number[] = [0];
@@ -185,7 +211,9 @@ export function buildEncoderData(json: Record<string, unknown>, config: Record<s
   if (ignoreMerges) {
     const byteOf = new Map<string, number>();
     for (let byte = 0; byte < 256; byte++) byteOf.set(pre.byteLevel.byte_encoder[byte], byte);
-    for (const text of tokensToIds.keys()) {
+    const keys = new Set<string>(contents.keys());
+    for (const text in words) if (Object.hasOwn(words, text)) keys.add(text);
+    for (const text of keys) {
       const bytes: number[] = [];
       for (const char of text) {
         const byte = byteOf.get(char);
@@ -573,14 +601,19 @@ export function readEncoderCache(file: string, source: string): EncoderData | un
 export function encoderFor(options: {
   cacheFile: string | undefined; source: string; parse: () => Record<string, unknown>; config: () => Record<string, unknown>;
   tokenizers: () => TokenizersModule; unsupported?: (reason: string) => void;
+  /** Told when the data is built (a first use: parsing tokenizer.json takes a moment), and when it is done. */
+  say?: (line: string) => void;
 }): ByteLevelEncoder | undefined {
   const config = options.config();
   let data = options.cacheFile ? readEncoderCache(options.cacheFile, options.source) : undefined;
   if (!data) {
+    const started = Date.now();
+    options.say?.(`first encode, reading its merges${options.cacheFile ? ` (cached in ${dirname(options.cacheFile)})` : ''} …`);
     const built = buildEncoderData(options.parse(), config, options.tokenizers());
     if (typeof built === 'string') { options.unsupported?.(built); return undefined; }
     data = built;
     if (options.cacheFile) writeEncoderCache(options.cacheFile, data, options.source);
+    options.say?.(`${data.merges.length / 3} merges read in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   }
   return new ByteLevelEncoder(data, config, options.tokenizers());
 }

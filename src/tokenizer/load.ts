@@ -532,6 +532,7 @@ function loaded(path: string, table: ByteTable, parse: () => TokenizerJson, sour
         parse: () => parse() as unknown as Record<string, unknown>,
         config: configOf,
         tokenizers: tokenizersModuleLoaded,
+        say: (line) => tableLog?.(`${path}: ${line}`, false),
       }) ?? null;
     } catch {
       // Whatever stops it (a file that does not parse, a component the engine refuses) the engine says, naming the file.
