@@ -5,7 +5,7 @@
  * user pays for handing tagmask messages instead of ids. Both outputs' masks are compared: the messages path
  * must give the ids path's mask on every line.
  *
- *   npx tsx --conditions=development bench/messages.ts [--conversations N] [--rounds N]
+ *   npx tsx --conditions=development bench/messages.ts [--conversations N] [--rounds N] [--baseline DIR]
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -48,6 +48,8 @@ export function conversations(count: number, seed = 0x6d736773): Array<Record<st
   return out;
 }
 
+type Range = { median: number; min: number; max: number };
+
 export interface MessagesResult {
   conversations: number;
   tokens: number;
@@ -60,10 +62,16 @@ export interface MessagesResult {
   messagesCpuMs: number[];
   idsCpuMs: number[];
   cpuRatio: { median: number; min: number; max: number };
+  /** With a baseline checkout: its messages run, ÷ ids and ÷ this one's, wall and CPU. */
+  baseline?: { from: string; ms: number[]; cpuMs: number[]; overIds: Range; overIdsCpu: Range; overNew: Range; overNewCpu: Range };
   masksEqual: boolean;
 }
 
-export async function messagesBench(options: { conversations: number; rounds: number; workDir: string }): Promise<MessagesResult> {
+/**
+ * `baseline`: another checkout of tagmask (a folder with bin/tagmask.js, e.g. an older commit's `git archive`
+ * with node_modules linked) whose messages run is a third side of every round: before ÷ after in one process.
+ */
+export async function messagesBench(options: { conversations: number; rounds: number; workDir: string; baseline?: string }): Promise<MessagesResult> {
   const tokenizer = await loadTokenizer(TOKENIZER, root);
   const list = conversations(options.conversations);
   mkdirSync(options.workDir, { recursive: true });
@@ -81,10 +89,10 @@ export async function messagesBench(options: { conversations: number; rounds: nu
     tokens += ids.length;
     return JSON.stringify({ id, tokens: ids });
   }).join('\n') + '\n');
-  const cli = (input: string, output: string) => {
+  const cli = (input: string, output: string, from = root) => {
     const cpu0 = childrenCpuMs();
     const t0 = now();
-    const child = spawnSync(process.execPath, ['bin/tagmask.js', 'mask', '--grammar', 'qwen3-tools', '--tokenizer', TOKENIZER, input, '-o', output, '--fail-on', 'none'], { cwd: root, encoding: 'utf8' });
+    const child = spawnSync(process.execPath, [join(from, 'bin/tagmask.js'), 'mask', '--grammar', 'qwen3-tools', '--tokenizer', TOKENIZER, input, '-o', output, '--fail-on', 'none'], { cwd: from, encoding: 'utf8' });
     if (child.status !== 0) throw new Error(`tagmask mask ${input} failed (${child.status}): ${child.stderr.slice(-1000)}`);
     return { wall: now() - t0, cpu: childrenCpuMs() - cpu0 };
   };
@@ -92,16 +100,21 @@ export async function messagesBench(options: { conversations: number; rounds: nu
   const idsOut = `${idsFile}.out`;
   cli(messagesFile, messagesOut); // untimed: bundle, byte-table and encoder caches, page cache
   cli(idsFile, idsOut);
+  const baselineOut = `${messagesFile}.baseline.out`;
+  if (options.baseline) cli(messagesFile, baselineOut, options.baseline);
+  const baselineMs: number[] = [];
+  const baselineCpuMs: number[] = [];
   const messagesMs: number[] = [];
   const idsMs: number[] = [];
   const messagesCpuMs: number[] = [];
   const idsCpuMs: number[] = [];
   for (let r = 0; r < options.rounds; r++) {
     // Interleaved, the order alternating, so a burst of load elsewhere falls on both sides.
-    for (const side of r % 2 ? ['ids', 'messages'] : ['messages', 'ids']) {
-      const { wall, cpu } = side === 'messages' ? cli(messagesFile, messagesOut) : cli(idsFile, idsOut);
-      (side === 'messages' ? messagesMs : idsMs).push(wall);
-      (side === 'messages' ? messagesCpuMs : idsCpuMs).push(cpu);
+    const sides = options.baseline ? ['messages', 'baseline', 'ids'] : ['messages', 'ids'];
+    for (const side of r % 2 ? sides.reverse() : sides) {
+      const { wall, cpu } = side === 'messages' ? cli(messagesFile, messagesOut) : side === 'ids' ? cli(idsFile, idsOut) : cli(messagesFile, baselineOut, options.baseline);
+      (side === 'messages' ? messagesMs : side === 'ids' ? idsMs : baselineMs).push(wall);
+      (side === 'messages' ? messagesCpuMs : side === 'ids' ? idsCpuMs : baselineCpuMs).push(cpu);
     }
   }
   const masks = (file: string) => readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.stringify(JSON.parse(line).mask));
@@ -120,7 +133,14 @@ export async function messagesBench(options: { conversations: number; rounds: nu
     messagesCpuMs,
     idsCpuMs,
     cpuRatio: spread(cpuRatios),
-    masksEqual: a.length === b.length && a.every((mask, i) => mask === b[i]),
+    masksEqual: a.length === b.length && a.every((mask, i) => mask === b[i]) && (!options.baseline || masks(baselineOut).every((mask, i) => mask === b[i])),
+    ...(options.baseline ? {
+      baseline: {
+        from: options.baseline, ms: baselineMs.map((x) => +x.toFixed(0)), cpuMs: baselineCpuMs,
+        overIds: spread(baselineMs.map((ms, r) => ms / idsMs[r])), overIdsCpu: spread(baselineCpuMs.map((ms, r) => ms / idsCpuMs[r])),
+        overNew: spread(baselineMs.map((ms, r) => ms / messagesMs[r])), overNewCpu: spread(baselineCpuMs.map((ms, r) => ms / messagesCpuMs[r])),
+      },
+    } : {}),
   };
 }
 
@@ -130,13 +150,17 @@ export function describeMessages(x: MessagesResult): string {
     `  messages ms: ${x.messagesMs.join(' ')}; ids ms: ${x.idsMs.join(' ')}`,
     `  messages cost ${x.ratio.median}× the ids path (${x.ratio.min}–${x.ratio.max}); goal ≤ 3×`,
     `  CPU ms: messages ${x.messagesCpuMs.join(' ')}; ids ${x.idsCpuMs.join(' ')}: ${x.cpuRatio.median}× (${x.cpuRatio.min}–${x.cpuRatio.max})`,
+    ...(x.baseline ? [
+      `  baseline ${x.baseline.from}: ms ${x.baseline.ms.join(' ')}, CPU ms ${x.baseline.cpuMs.join(' ')}`,
+      `    ÷ ids ${x.baseline.overIds.median}× (${x.baseline.overIds.min}–${x.baseline.overIds.max}), CPU ${x.baseline.overIdsCpu.median}× (${x.baseline.overIdsCpu.min}–${x.baseline.overIdsCpu.max}); ÷ this checkout ${x.baseline.overNew.median}× (${x.baseline.overNew.min}–${x.baseline.overNew.max}), CPU ${x.baseline.overNewCpu.median}× (${x.baseline.overNewCpu.min}–${x.baseline.overNewCpu.max})`,
+    ] : []),
   ].join('\n');
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const argv = process.argv.slice(2);
   const value = (name: string, fallback: string) => (argv.indexOf(name) >= 0 ? argv[argv.indexOf(name) + 1] : fallback);
-  const result = await messagesBench({ conversations: Number(value('--conversations', '500')), rounds: Number(value('--rounds', '3')), workDir: value('--work-dir', '/tmp/tagmask-bench') });
+  const result = await messagesBench({ conversations: Number(value('--conversations', '500')), rounds: Number(value('--rounds', '3')), workDir: value('--work-dir', '/tmp/tagmask-bench'), baseline: argv.includes('--baseline') ? resolve(value('--baseline', '')) : undefined });
   console.log(describeMessages(result));
   if (!result.masksEqual) process.exitCode = 1;
 }
