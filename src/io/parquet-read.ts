@@ -875,6 +875,9 @@ function treePath(root: SchemaTree, names: string[]): SchemaTree[] | undefined {
 
 const EMPTY = new Uint8Array(0);
 
+/** The largest page whose decompressed bytes are kept for the next page (real writers' pages are ~1 MB). */
+const SCRATCH_KEPT_BYTES = 1 << 24;
+
 /** Growable arrays reused from page to page; each view is valid until the same kind is asked for again. */
 class Scratch {
   private level = [new Uint8Array(1024), new Uint8Array(1024)];
@@ -892,8 +895,10 @@ class Scratch {
     return this.index.subarray(0, count);
   }
 
+  /** A decompressed page's bytes; one past SCRATCH_KEPT_BYTES gets memory of its own, which is not kept. */
   page(size: number): Uint8Array {
-    if (this.bytes.length < size) this.bytes = new Uint8Array(size * 1.25);
+    if (size > SCRATCH_KEPT_BYTES) return new Uint8Array(size);
+    if (this.bytes.length < size) this.bytes = new Uint8Array(Math.min(size * 1.25, SCRATCH_KEPT_BYTES));
     return this.bytes.subarray(0, size);
   }
 

