@@ -613,11 +613,17 @@ async function main() {
     goal('1 merge: tinker ÷ tagmask, warm pairs', merge.warm, 30, true);
     goal('1 merge: tinker ÷ tagmask, every pair', merge.all, 30, true);
   }
-  for (const r of headline) if (cli.has(r)) goal(`2 CLI ÷ JSON floor, ${r.target.name}`, cli.get(r)!.overJsonFloor, 2, true);
+  for (const r of headline) {
+    if (!cli.has(r)) continue;
+    const x = cli.get(r)!.overJsonFloor;
+    goal(`2 CLI ÷ JSON floor, ${r.target.name}`, x, 2, true);
+    goal(`2 CLI ÷ JSON floor, ${r.target.name}, CPU`, { median: x.cpuMedian, min: x.cpuMin, max: x.cpuMax }, 2, true);
+  }
   if (messages) { goal('3 messages ÷ ids', messages.ratio, 3, false); goal('3 messages ÷ ids, CPU', messages.cpuRatio, 3, false); }
   if (parquet) { goal('4 Parquet read ÷ JSONL', parquet.read, 2, false); goal('4 Parquet write ÷ JSONL', parquet.write, 2, false); }
   for (const x of cold ?? []) goal(`5 cold ÷ warm, ${x.tokenizer}`, x.ratio, 2, false);
   if (detect) goal('6 detect ÷ mask, 1,000 rollouts', detect.ratio, 3, false);
+  if (detect?.cpu) goal('6 detect ÷ mask, 1,000 rollouts, CPU', detect.cpu.ratio, 3, false);
   results.goals = goals;
   if (goals.length) {
     log(`
