@@ -19,10 +19,8 @@
  * vocabulary, two strings with one id, a post-processor that changes ids without special tokens) is left to the
  * engine: `encoderFor` gives undefined and says why.
  */
-import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { JsonlWriter } from '../io/jsonl.ts';
+import { bytesOf, readCacheFile, writeCacheFile } from './cache-file.ts';
 
 type TokenizersModule = typeof import('@huggingface/tokenizers');
 
@@ -526,68 +524,28 @@ function strip(sections: string[], added: SkeletonTokenizer['added_tokens_map'])
 // bytes, each 4-byte aligned, read as views of the file's buffer.
 const ENCODER_FORMAT = 'tagmask-bpe-2';
 
-const payloadDigest = (parts: Uint8Array[]) => parts.reduce((hash, part) => hash.update(part), createHash('sha256')).digest('hex');
-const bytesOf = (array: Int32Array | Uint32Array | Uint8Array) => new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
-
 export function writeEncoderCache(file: string, data: EncoderData, source: string): void {
-  try {
-    mkdirSync(dirname(file), { recursive: true });
-    const existing = lstatSync(file, { throwIfNoEntry: false });
-    if (existing && !existing.isFile()) return;
-    const payload = [data.byteIds, data.firstOf, data.merges, data.words.ids, data.words.offsets, data.words.bytes].map(bytesOf);
-    const header = Buffer.from(JSON.stringify({
-      format: ENCODER_FORMAT, source, skeleton: data.skeleton, ignoreMerges: data.ignoreMerges,
-      firstOf: data.firstOf.length, merges: data.merges.length, words: data.words.ids.length, wordBytes: data.words.bytes.length, payload: payloadDigest(payload),
-    }));
-    const headerLength = Buffer.alloc(4);
-    headerLength.writeUInt32LE(header.length);
-    const pad = Buffer.alloc((4 - ((4 + header.length) % 4)) % 4);
-    const writer = new JsonlWriter(file, { flag: 'cache', gzip: false, mode: 0o644 });
-    try {
-      for (const part of [headerLength, header, pad, ...payload]) writer.writeBytes(part);
-      writer.close();
-    } catch (error) {
-      writer.abort();
-      throw error;
-    }
-  } catch {
-    // The cache only saves time.
-  }
+  const header = {
+    format: ENCODER_FORMAT, source, skeleton: data.skeleton, ignoreMerges: data.ignoreMerges,
+    firstOf: data.firstOf.length, merges: data.merges.length, words: data.words.ids.length, wordBytes: data.words.bytes.length,
+  };
+  writeCacheFile(file, header, [data.byteIds, data.firstOf, data.merges, data.words.ids, data.words.offsets, data.words.bytes].map(bytesOf));
 }
 
 /** The cached data, or undefined when missing, of another format or source, not this user's own, or corrupted. */
 export function readEncoderCache(file: string, source: string): EncoderData | undefined {
-  if (!existsSync(file)) return undefined;
+  const payload = readCacheFile(file, ENCODER_FORMAT, source);
+  if (!payload) return undefined;
+  const header = payload.header as { skeleton: Record<string, unknown>; ignoreMerges: boolean; firstOf: number; merges: number; words: number; wordBytes: number };
+  for (const count of [header.firstOf, header.merges, header.words, header.wordBytes]) if (!(Number.isSafeInteger(count) && count >= 0)) return undefined;
   try {
-    // As for the byte table: only a regular file this user owns and nobody else may write.
-    const stat = lstatSync(file);
-    if (!stat.isFile() || (process.getuid && stat.uid !== process.getuid()) || (stat.mode & 0o022) !== 0) return undefined;
-    const buffer = readFileSync(file);
-    const headerLength = buffer.readUInt32LE(0);
-    const header = JSON.parse(buffer.subarray(4, 4 + headerLength).toString('utf8')) as {
-      format: string; source: string; skeleton: Record<string, unknown>; ignoreMerges: boolean; firstOf: number; merges: number; words: number; wordBytes: number; payload: string;
-    };
-    if (header.format !== ENCODER_FORMAT || header.source !== source) return undefined;
-    for (const count of [header.firstOf, header.merges, header.words, header.wordBytes]) if (!(Number.isSafeInteger(count) && count >= 0)) return undefined;
-    let at = 4 + headerLength;
-    at += (4 - (at % 4)) % 4;
-    // Views of the file's own buffer where aligned (a large read is its own allocation), else copies.
-    const take = (bytes: number): Uint8Array => {
-      if (at + bytes > buffer.length) throw new Error('short');
-      const part = (buffer.byteOffset + at) % 4 === 0 ? new Uint8Array(buffer.buffer, buffer.byteOffset + at, bytes) : Uint8Array.from(buffer.subarray(at, at + bytes));
-      at += bytes;
-      return part;
-    };
-    const int32 = (count: number) => { const part = take(count * 4); return new Int32Array(part.buffer, part.byteOffset, count); };
-    const byteIds = int32(256);
-    const firstOf = int32(header.firstOf);
-    const merges = int32(header.merges);
-    const ids = int32(header.words);
-    const offsetsPart = take((header.words + 1) * 4);
-    const offsets = new Uint32Array(offsetsPart.buffer, offsetsPart.byteOffset, header.words + 1);
-    const bytes = take(header.wordBytes);
-    if (at !== buffer.length || merges.length % 3 !== 0 || firstOf.length === 0 || firstOf[firstOf.length - 1] * 3 !== merges.length || offsets[header.words] !== header.wordBytes) return undefined;
-    if (payloadDigest([byteIds, firstOf, merges, ids, offsets, bytes].map(bytesOf)) !== header.payload) return undefined;
+    const byteIds = payload.int32(256);
+    const firstOf = payload.int32(header.firstOf);
+    const merges = payload.int32(header.merges);
+    const ids = payload.int32(header.words);
+    const offsets = payload.uint32(header.words + 1);
+    const bytes = payload.bytes(header.wordBytes);
+    if (!payload.done || merges.length % 3 !== 0 || firstOf.length === 0 || firstOf[firstOf.length - 1] * 3 !== merges.length || offsets[header.words] !== header.wordBytes) return undefined;
     return { skeleton: header.skeleton, ignoreMerges: header.ignoreMerges, byteIds, firstOf, merges, words: { ids, offsets, bytes } };
   } catch {
     return undefined;

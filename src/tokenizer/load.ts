@@ -25,6 +25,7 @@ import type { Tokenizer } from '@huggingface/tokenizers';
 import type { Template } from '@huggingface/jinja';
 import { PACKAGE_ROOT } from '../paths.ts';
 import { JsonlWriter } from '../io/jsonl.ts';
+import { bytesOf, readCacheFile, writeCacheFile } from './cache-file.ts';
 import { buildByteTable, byteTableFromVocabBytes, type ByteTable, type PieceEncoding, type TokenizerJson } from './table.ts';
 import { encoderFor, type ByteLevelEncoder } from './encoder.ts';
 import { isTiktokenPath, TIKTOKEN_FILE, tiktokenTokenizerJson } from './tiktoken.ts';
@@ -639,60 +640,25 @@ function rememberDigest(file: string, path: string, stats: string, source: strin
 
 const payloadDigest = (parts: Uint8Array[]) => parts.reduce((hash, part) => hash.update(part), createHash('sha256')).digest('hex');
 
-// Cache file: 4-byte header length, JSON header (format, sizes, the source's digest and the payload's),
-// then the three arrays (offsets 4-byte aligned).
+// Cache file (cache-file.ts): the header gives the format, the source's digest, the table's size, byte count and
+// piece encoding; the payload is the offsets, the flags, the pieces.
 function writeCachedTable(file: string, table: ByteTable, source: string): void {
-  try {
-    mkdirSync(dirname(file), { recursive: true });
-    // Never written through a link, a FIFO or a device planted under the name: only a new file or a regular one.
-    const existing = lstatSync(file, { throwIfNoEntry: false });
-    if (existing && !existing.isFile()) return;
-    const payload = [new Uint8Array(table.offsets.buffer, table.offsets.byteOffset, table.offsets.byteLength), table.flags, table.pieces];
-    const header = Buffer.from(JSON.stringify({ format: TABLE_FORMAT, size: table.size, bytes: table.pieces.length, encoding: table.encoding, source, payload: payloadDigest(payload) }));
-    const headerLength = Buffer.alloc(4);
-    headerLength.writeUInt32LE(header.length);
-    const pad = Buffer.alloc((4 - ((4 + header.length) % 4)) % 4);
-    // Through the output writer: an exclusively created temporary file, renamed into place.
-    const writer = new JsonlWriter(file, { flag: 'cache', gzip: false, mode: 0o644 });
-    try {
-      for (const part of [headerLength, header, pad, ...payload]) writer.writeBytes(part);
-      writer.close();
-    } catch (error) {
-      writer.abort();
-      throw error;
-    }
-  } catch {
-    // A read-only home is no reason to fail: the cache only saves time.
-  }
+  writeCacheFile(file, { format: TABLE_FORMAT, size: table.size, bytes: table.pieces.length, encoding: table.encoding, source }, [bytesOf(table.offsets), table.flags, table.pieces]);
 }
 
 /** The cached table, or undefined when it is missing, of another format, built from other bytes, or corrupted. */
 function readCachedTable(file: string, source: string): ByteTable | undefined {
-  if (!existsSync(file)) return undefined;
+  const payload = readCacheFile(file, TABLE_FORMAT, source);
+  if (!payload) return undefined;
+  const { size, bytes, encoding } = payload.header as { size: number; bytes: number; encoding: PieceEncoding };
+  if (!(Number.isSafeInteger(size) && size >= 0 && Number.isSafeInteger(bytes) && bytes >= 0)) return undefined;
   try {
-    // The digests prove the file intact, not honest: whoever can write the cache can forge both. So only a
-    // regular file this user owns, that nobody else may write, is read (the README: a shared cache is trusted).
-    const stat = lstatSync(file);
-    if (!stat.isFile() || (process.getuid && stat.uid !== process.getuid()) || (stat.mode & 0o022) !== 0) return undefined;
-    const buffer = readFileSync(file);
-    const headerLength = buffer.readUInt32LE(0);
-    const header = JSON.parse(buffer.subarray(4, 4 + headerLength).toString('utf8')) as { format: string; size: number; bytes: number; encoding: PieceEncoding; source: string; payload: string };
-    if (header.format !== TABLE_FORMAT || header.source !== source) return undefined;
-    if (!(Number.isSafeInteger(header.size) && header.size >= 0 && Number.isSafeInteger(header.bytes) && header.bytes >= 0)) return undefined;
-    let at = 4 + headerLength;
-    at += (4 - (at % 4)) % 4;
-    // Views into the bytes read, not copies: a copy is fresh memory, which is slow to touch on some VMs (~2.5 MB
-    // for Qwen3). The offsets are copied only where the read buffer leaves them unaligned.
-    if (at + (header.size + 1) * 4 + header.size + header.bytes !== buffer.length) return undefined;
-    const start = buffer.byteOffset + at;
-    const offsets = start % 4 === 0 ? new Uint32Array(buffer.buffer, start, header.size + 1) : new Uint32Array(buffer.buffer.slice(start, start + (header.size + 1) * 4));
-    at += offsets.byteLength;
-    const flags = new Uint8Array(buffer.buffer, buffer.byteOffset + at, header.size);
-    at += header.size;
-    const pieces = new Uint8Array(buffer.buffer, buffer.byteOffset + at, header.bytes);
-    if (pieces.length !== header.bytes || flags.length !== header.size || offsets[header.size] !== header.bytes) return undefined;
-    if (payloadDigest([new Uint8Array(offsets.buffer, offsets.byteOffset, offsets.byteLength), flags, pieces]) !== header.payload) return undefined;
-    return { size: header.size, pieces, offsets, flags, encoding: header.encoding };
+    // Views into the bytes read, not copies (~2.5 MB of fresh memory for Qwen3); the offsets copied only if unaligned.
+    const offsets = payload.uint32(size + 1);
+    const flags = payload.bytes(size);
+    const pieces = payload.bytes(bytes);
+    if (!payload.done || offsets[size] !== bytes) return undefined;
+    return { size, pieces, offsets, flags, encoding };
   } catch {
     return undefined;
   }
