@@ -10,6 +10,7 @@
  */
 import { bundledGrammarNames, loadGrammar } from './grammar/load.ts';
 import type { CompiledGrammar } from './grammar/compile.ts';
+import { byteAutomaton } from './grammar/automata.ts';
 import type { Grammar } from './grammar/schema.ts';
 import { Masker } from './masker.ts';
 import type { Span } from './scan/spans.ts';
@@ -143,7 +144,8 @@ interface Stream { bytes: Buffer; starts: Int32Array; unknown: number }
  */
 interface Streams { all: Buffer; base: Int32Array; streams: Stream[]; hits: Map<string, Int32Array> }
 
-function streamsOf(table: ByteTable, rollouts: readonly DetectRollout[]): Streams {
+/** The rollouts' bytes, and where each of `literals` occurs in them. */
+function streamsOf(table: ByteTable, rollouts: readonly DetectRollout[], literals: readonly string[]): Streams {
   const { size, flags, offsets, pieces } = table;
   const base = new Int32Array(rollouts.length + 1);
   const tokenStarts: Int32Array[] = [];
@@ -173,7 +175,7 @@ function streamsOf(table: ByteTable, rollouts: readonly DetectRollout[]): Stream
     }
     streams.push({ bytes: all.subarray(base[r], base[r + 1]), starts, unknown: unknowns[r] });
   }
-  return { all, base, streams, hits: new Map() };
+  return { all, base, streams, hits: literalHits(all, literals) };
 }
 
 /**
@@ -183,37 +185,10 @@ function streamsOf(table: ByteTable, rollouts: readonly DetectRollout[]): Stream
  */
 export function literalHits(bytes: Uint8Array, literals: readonly string[]): Map<string, Int32Array> {
   const encoded = literals.map((literal) => Buffer.from(literal, 'utf8'));
-  const children: Array<Map<number, number>> = [new Map()];
-  const ends: number[] = [-1];
-  const stateOf = new Int32Array(literals.length);
-  encoded.forEach((needle, index) => {
-    let state = 0;
-    for (const byte of needle) {
-      let next = children[state].get(byte);
-      if (next === undefined) { next = children.length; children.push(new Map()); ends.push(-1); children[state].set(byte, next); }
-      state = next;
-    }
-    if (state !== 0 && ends[state] < 0) ends[state] = index;
-    stateOf[index] = state;
-  });
-  const count = children.length;
-  const delta = new Int32Array(count * 256);
-  const fail = new Int32Array(count);
+  const { delta, fail, ends, stateOf, order } = byteAutomaton(encoded);
   // The nearest state on the failure chain (itself excluded) that ends a literal, or -1.
-  const output = new Int32Array(count).fill(-1);
-  const queue: number[] = [];
-  for (const [byte, next] of children[0]) { delta[byte] = next; queue.push(next); }
-  for (let head = 0; head < queue.length; head++) {
-    const state = queue[head];
-    delta.copyWithin(state * 256, fail[state] * 256, fail[state] * 256 + 256);
-    for (const [byte, next] of children[state]) {
-      const to = delta[fail[state] * 256 + byte];
-      fail[next] = to;
-      output[next] = ends[to] >= 0 ? to : output[to];
-      delta[state * 256 + byte] = next;
-      queue.push(next);
-    }
-  }
+  const output = new Int32Array(ends.length).fill(-1);
+  for (const state of order) output[state] = ends[fail[state]] >= 0 ? fail[state] : output[fail[state]];
   const found: number[][] = literals.map(() => []);
   for (let i = 0, state = 0; i < bytes.length; i++) {
     state = delta[state * 256 + bytes[i]];
@@ -474,10 +449,9 @@ const quoteList = (items: string[]) => items.map((item) => JSON.stringify(item))
  */
 export function detectGrammar(rollouts: DetectRollout[], table: ByteTable, candidates?: Array<{ name: string; grammar: CompiledGrammar }>): Detection {
   const list = candidates ?? bundledGrammarNames().map((name) => ({ name, grammar: loadGrammar(name) }));
-  const corpus = streamsOf(table, rollouts);
   // Every literal any candidate counts, found in one pass over all the rollouts' bytes.
   const counted = new Set(list.flatMap(({ grammar }) => [...grammarLiterals(grammar.grammar).keys()].filter((literal) => literal.trim())));
-  corpus.hits = literalHits(corpus.all, [...counted]);
+  const corpus = streamsOf(table, rollouts, [...counted]);
   const { streams } = corpus;
   const unknownIds = streams.reduce((n, stream) => n + stream.unknown, 0);
   const judged = list.map(({ name, grammar }) => judge(name, grammar, table, rollouts, corpus));

@@ -62,53 +62,59 @@ export function interruptTrigger(text: Uint8Array, others: Uint8Array[]): { trig
   return { trigger: text.slice(start, end), bytesToEnd: end };
 }
 
-export function buildDfa(literals: DfaLiteral[]): Dfa {
-  // Aho–Corasick over bytes, made a full DFA. check.ts rejects one literal inside another, so each
-  // accepting state accepts exactly its own literal.
-  const goto: Array<Map<number, number>> = [new Map()];
-  const accept: number[] = [-1];
-  const acceptState = new Int32Array(literals.length);
-  literals.forEach((literal, index) => {
+/**
+ * Aho–Corasick over bytes, made a full table: `delta[state * 256 + byte]` is the next state, `fail[state]` the
+ * state of its longest proper suffix that is also a prefix of some needle, `ends[state]` the first needle that
+ * ends there (-1: none), `stateOf[needle]` where each needle ends (0, the root, for an empty one), `order` every
+ * state but the root, parents before children (a state's failure state always comes before it).
+ */
+export interface ByteAutomaton { delta: Int32Array; fail: Int32Array; ends: Int32Array; stateOf: Int32Array; order: number[] }
+
+export function byteAutomaton(needles: readonly Uint8Array[]): ByteAutomaton {
+  const children: Array<Map<number, number>> = [new Map()];
+  const stateOf = new Int32Array(needles.length);
+  needles.forEach((needle, index) => {
     let state = 0;
-    for (const byte of literal.bytes) {
-      let next = goto[state].get(byte);
-      if (next === undefined) {
-        next = goto.length;
-        goto.push(new Map());
-        accept.push(-1);
-        goto[state].set(byte, next);
-      }
+    for (const byte of needle) {
+      let next = children[state].get(byte);
+      if (next === undefined) { next = children.length; children.push(new Map()); children[state].set(byte, next); }
       state = next;
     }
-    if (accept[state] >= 0 || state === 0) throw new Error(`internal: literal ${JSON.stringify(literal.source)} is empty or heard twice in one automaton`);
-    accept[state] = index;
-    acceptState[index] = state;
+    stateOf[index] = state;
   });
-  const count = goto.length;
+  const count = children.length;
+  const ends = new Int32Array(count).fill(-1);
+  for (let index = needles.length - 1; index >= 0; index--) if (stateOf[index] !== 0) ends[stateOf[index]] = index;
   const delta = new Int32Array(count * 256);
   const fail = new Int32Array(count);
-  const queue: number[] = [];
-  for (let byte = 0; byte < 256; byte++) {
-    const next = goto[0].get(byte);
-    if (next !== undefined) { delta[byte] = next; queue.push(next); }
-  }
-  for (let head = 0; head < queue.length; head++) {
-    const state = queue[head];
+  const order: number[] = [];
+  for (const [byte, next] of children[0]) { delta[byte] = next; order.push(next); }
+  for (let head = 0; head < order.length; head++) {
+    const state = order[head];
     // A state moves like its failure state, except on its own children: copy that row, then write the children
     // (a state has a few children; looking each of the 256 bytes up was most of a grammar's compile time).
     delta.copyWithin(state * 256, fail[state] * 256, fail[state] * 256 + 256);
-    for (const [byte, next] of goto[state]) {
+    for (const [byte, next] of children[state]) {
       fail[next] = delta[fail[state] * 256 + byte];
       delta[state * 256 + byte] = next;
-      queue.push(next);
+      order.push(next);
     }
   }
+  return { delta, fail, ends, stateOf, order };
+}
+
+export function buildDfa(literals: DfaLiteral[]): Dfa {
+  // check.ts rejects one literal inside another, so each accepting state accepts exactly its own literal.
+  const { delta, ends, stateOf } = byteAutomaton(literals.map((literal) => literal.bytes));
+  literals.forEach((literal, index) => {
+    if (stateOf[index] === 0 || ends[stateOf[index]] !== index) throw new Error(`internal: literal ${JSON.stringify(literal.source)} is empty or heard twice in one automaton`);
+  });
   const firstBytes = new Uint8Array(256);
   for (let byte = 0; byte < 256; byte++) firstBytes[byte] = delta[byte] !== 0 ? 1 : 0;
-  const step = new Int32Array(count * 256);
+  const step = new Int32Array(delta.length);
   for (let at = 0; at < step.length; at++) {
     const target = delta[at];
-    step[at] = accept[target] >= 0 ? ~accept[target] : target;
+    step[at] = ends[target] >= 0 ? ~ends[target] : target;
   }
-  return { step, acceptState, literals, firstBytes };
+  return { step, acceptState: stateOf, literals, firstBytes };
 }
