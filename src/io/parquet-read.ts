@@ -281,7 +281,6 @@ class ColumnCursor {
     if (!v2 && (v1!.definition_level_encoding !== 'RLE' || (repeated && v1!.repetition_level_encoding !== 'RLE'))) return false;
     if (!dictionaryEncoded && encoding !== 'PLAIN' && !(encoding === 'RLE' && this.booleans)) return false;
     const library = this.library;
-    const codec = this.decoder.codec;
     let page: Uint8Array;
     let at = 0;
     const repetition = repeated ? this.scratch.levels(0, count) : EMPTY;
@@ -652,7 +651,6 @@ export async function* readParquetRows(path: string, options: ParquetReadOptions
     const column = fastColumn(library, child, root);
     if (column) fast.set(child.element.name, column);
   }
-  const names = root.children.map((child) => child.element.name);
   const idBuffer = { ids: new Uint32Array(0) };
   let number = 0;
   let last = 0;

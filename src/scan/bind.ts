@@ -9,7 +9,7 @@
 import type { CompiledGrammar, Role } from '../grammar/compile.ts';
 import { buildDfa, interruptTrigger, type Dfa } from '../grammar/automata.ts';
 import { declaredLiterals, MAX_AUTOMATA, modelLiterals } from '../grammar/check.ts';
-import { optionValueProblem, type Grammar, type OptionalRule } from '../grammar/schema.ts';
+import { optionValueProblem, type OptionalRule } from '../grammar/schema.ts';
 import { KNOWN, type ByteTable } from '../tokenizer/table.ts';
 import { buildScanView } from '../tokenizer/special.ts';
 
@@ -228,7 +228,6 @@ function buildTables(grammar: CompiledGrammar, table: ByteTable): GrammarTables 
     modelContinuesHandsOver: grammar.grammar.handovers.map((handover) => handover.model_continues.map((literal) => grammar.grammar.handovers.some((other) => other.after === literal))),
     overlapLength: Int32Array.from(grammar.handovers, (handover) => (handover.overlap === undefined ? 0 : encode(handover.overlap).length)),
   };
-  const { size, flags } = view.table;
   const skip = skipRows(view.table, dfas);
 
   const isPadding = paddingIds(table, grammar.grammar.padding, grammar.grammar.stop);

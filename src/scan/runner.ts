@@ -346,7 +346,7 @@ function atPlainLiteral(c: Cursor, literal: DfaLiteral, info: StateInfo): void {
  */
 function finish(c: Cursor, promptLength: number): void {
   const { table, grammar, budgets } = c.bound;
-  const { states, replies, next, event } = grammar;
+  const { states, next, event } = grammar;
   const ids = c.ids;
   const n = ids.length;
   checkIds(table, ids, c.offset > 0 ? c.token + 1 : c.token, c.padStart);

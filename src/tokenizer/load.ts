@@ -638,8 +638,6 @@ function rememberDigest(file: string, path: string, stats: string, source: strin
   }
 }
 
-const payloadDigest = (parts: Uint8Array[]) => parts.reduce((hash, part) => hash.update(part), createHash('sha256')).digest('hex');
-
 // Cache file (cache-file.ts): the header gives the format, the source's digest, the table's size, byte count and
 // piece encoding; the payload is the offsets, the flags, the pieces.
 function writeCachedTable(file: string, table: ByteTable, source: string): void {
