@@ -15,6 +15,8 @@ import type { Grammar } from './grammar/schema.ts';
 import { Masker } from './masker.ts';
 import type { Span } from './scan/spans.ts';
 import { KNOWN, SPECIAL, type ByteTable } from './tokenizer/table.ts';
+import { declaredLiterals } from './grammar/check.ts';
+import { buildScanView, sentinelOverflow, type ScanView } from './tokenizer/special.ts';
 
 export interface DetectRollout { tokens: ArrayLike<number>; promptLength?: number }
 
@@ -134,8 +136,11 @@ export function grammarLiterals(grammar: Grammar): Map<string, string[]> {
   return literals;
 }
 
-/** A rollout's bytes, from the tokenizer's byte table (ids outside it are counted and skipped), with where each token starts. */
-interface Stream { bytes: Buffer; starts: Int32Array; unknown: number }
+/**
+ * A rollout's bytes, from the tokenizer's byte table (ids outside it are counted and skipped), with where each
+ * token starts, and where its special tokens are (few: each grammar asks whether it trains them).
+ */
+interface Stream { bytes: Buffer; starts: Int32Array; unknown: number; specials: Int32Array }
 
 /**
  * Every rollout's bytes back to back in one buffer (rollout `r` is `all[base[r] .. base[r + 1]]`, and `streams[r]`
@@ -150,18 +155,23 @@ function streamsOf(table: ByteTable, rollouts: readonly DetectRollout[], literal
   const base = new Int32Array(rollouts.length + 1);
   const tokenStarts: Int32Array[] = [];
   const unknowns: number[] = [];
+  const specialsOf: Int32Array[] = [];
+  const specials: number[] = [];
   for (let r = 0; r < rollouts.length; r++) {
     const tokens = rollouts[r].tokens;
     const starts = new Int32Array(tokens.length + 1);
     let unknown = 0;
+    specials.length = 0;
     for (let i = 0; i < tokens.length; i++) {
       const id = tokens[i];
       const known = id < size && (flags[id] & KNOWN);
       if (!known) unknown++;
+      if (id < size && flags[id] & SPECIAL) specials.push(i);
       starts[i + 1] = starts[i] + (known ? offsets[id + 1] - offsets[id] : 0);
     }
     tokenStarts.push(starts);
     unknowns.push(unknown);
+    specialsOf.push(Int32Array.from(specials));
     base[r + 1] = base[r] + starts[tokens.length];
   }
   const all = Buffer.allocUnsafe(base[rollouts.length]);
@@ -173,7 +183,7 @@ function streamsOf(table: ByteTable, rollouts: readonly DetectRollout[], literal
     for (let i = 0, at = base[r]; i < tokens.length; i++) {
       for (let end = base[r] + starts[i + 1], p = offsets[tokens[i]]; at < end;) all[at++] = pieces[p++];
     }
-    streams.push({ bytes: all.subarray(base[r], base[r + 1]), starts, unknown: unknowns[r] });
+    streams.push({ bytes: all.subarray(base[r], base[r + 1]), starts, unknown: unknowns[r], specials: specialsOf[r] });
   }
   return { all, base, streams, hits: literalHits(all, literals) };
 }
@@ -265,10 +275,10 @@ interface Judged {
   optional: Buffer[];
 }
 
-function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollouts: DetectRollout[], corpus: Streams): Judged {
+function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollouts: DetectRollout[], corpus: Streams, view: ScanView | undefined): Judged {
   const { streams } = corpus;
   const spec = grammar.grammar;
-  const masker = new Masker(grammar, table);
+  const masker = new Masker(grammar, table, {}, view);
   const named = modelLiterals(spec);
   const decoder = new TextDecoder();
   const namedSpecial = new Map<number, boolean>();
@@ -303,22 +313,22 @@ function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollout
       const prompt = !result.diagnostics.some((item) => item.code === 'no-prompt-end');
       const error = result.diagnostics.some((item) => item.severity === 'error');
       const misfit = result.diagnostics.some((item) => MISFIT_CODES.has(item.code));
-      const action = result.mask.indexOf(1) >= 0;
+      const { mask } = result;
+      let ones = 0;
+      for (let i = 0; i < mask.length; i++) ones += mask[i];
+      trained += ones;
+      const action = ones > 0;
       if (prompt) promptFound++;
       if (action) withAction++;
       if (error) withErrors++;
       if (misfit) misfits++;
       if (result.diagnostics.some((item) => MODEL_VIOLATION_CODES.has(item.code))) modelViolations++;
       if (prompt && action && !error && !misfit) clean++;
+      // Trained special tokens that none of the grammar's model-side literals names, in token order.
       let unnamed = 0;
-      const { mask } = result;
-      const { size, flags } = table;
-      for (let i = 0; i < mask.length; i++) {
-        if (!mask[i]) continue;
-        trained++;
+      for (const i of streams[r].specials) {
         const id = rollout.tokens[i];
-        // Most trained tokens are not special: test that here before the closure and its Map.
-        if (!(id < size && flags[id] & SPECIAL) || !isUnnamedSpecial(id)) continue;
+        if (!mask[i] || !isUnnamedSpecial(id)) continue;
         unnamed++;
         if (unexplained.examples.length < 4) {
           const piece = decoder.decode(table.pieces.subarray(table.offsets[id], table.offsets[id + 1]));
@@ -454,7 +464,10 @@ export function detectGrammar(rollouts: DetectRollout[], table: ByteTable, candi
   const corpus = streamsOf(table, rollouts, [...counted]);
   const { streams } = corpus;
   const unknownIds = streams.reduce((n, stream) => n + stream.unknown, 0);
-  const judged = list.map(({ name, grammar }) => judge(name, grammar, table, rollouts, corpus));
+  // One scan view for all of them, where the special tokens they name fit in the free bytes (else each its own).
+  const viewLiterals = list.flatMap(({ grammar }) => declaredLiterals(grammar.grammar).map((item) => item.literal));
+  const view = sentinelOverflow(table, viewLiterals) ? undefined : buildScanView(table, viewLiterals);
+  const judged = list.map(({ name, grammar }) => judge(name, grammar, table, rollouts, corpus, view));
   const byName = new Map(judged.map((item) => [item.verdict.grammar, item]));
   const rank: Record<Fit, number> = { fits: 0, partial: 1, no: 2 };
   const verdicts = judged.map((item) => item.verdict);
