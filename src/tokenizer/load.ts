@@ -16,7 +16,7 @@
  * table), and rendering a chat template needs only the config.
  */
 import { isUtf8 } from 'node:buffer';
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
@@ -29,6 +29,7 @@ import { JsonlWriter } from '../io/jsonl.ts';
 import { bytesOf, readCacheFile, writeCacheFile } from './cache-file.ts';
 import { buildByteTable, byteTableFromVocabBytes, type ByteTable, type PieceEncoding, type TokenizerJson } from './table.ts';
 import { encoderFor, type ByteLevelEncoder } from './encoder.ts';
+import { readSourceBytes, readWhole, type SourceBytes } from './source-bytes.ts';
 import { isTiktokenPath, TIKTOKEN_FILE, tiktokenTokenizerJson } from './tiktoken.ts';
 
 export interface EncodeOptions {
@@ -412,8 +413,8 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
   const stats = cacheDir ? sourceStats(path) : undefined;
   const digestFile = cacheDir && join(cacheDir, `digest-${createHash('sha256').update(path).digest('hex').slice(0, 32)}.json`);
   const remembered = stats && digestFile ? rememberedDigest(digestFile, path, stats) : undefined;
-  let bytes: Buffer | undefined = cacheDir && !remembered ? readFileSync(path) : undefined;
-  const source = remembered ?? (cacheDir ? sourceDigest(path, bytes) : '');
+  let read = cacheDir && !remembered ? readSource(path, true) : undefined;
+  const source = remembered ?? (cacheDir ? sourceDigest(path, read?.hash) : '');
   const cacheFile = cacheDir && join(cacheDir, `${source.slice(0, 40)}.bin`);
 
   let parsed: TokenizerJson | undefined;
@@ -431,7 +432,7 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
 
   // The cache is used only if it was built from these very bytes, is itself intact, and is the user's own.
   let table = cacheFile ? readCachedTable(cacheFile, source) : undefined;
-  if (table) bytes = undefined;
+  if (table) read = undefined;
   else {
     // Only the table: the engine (encode, chat templates) is built where it is used, as on a warm cache.
     const started = Date.now();
@@ -440,13 +441,16 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
     try {
       say?.(`${path}: reading the vocabulary and building the byte table …`, true);
       // Straight from the bytes where that is certain to give the same table, else from the parsed file.
-      if (!isTiktokenPath(path)) table = tableFromBytes(bytes ??= readFileSync(path));
+      if (!isTiktokenPath(path)) {
+        read ??= readSource(path, false);
+        table = read.utf8 ? tableFromBytes(read.bytes) : undefined;
+      }
       if (!table) {
-        const json = isTiktokenPath(path) ? parse() : (parseWithoutMerges(bytes ?? readFileSync(path)) ?? parse());
-        bytes = undefined;
+        const json = isTiktokenPath(path) ? parse() : (parseWithoutMerges(read!.bytes) ?? parse());
+        read = undefined;
         table = buildByteTable(json);
       }
-      bytes = undefined;
+      read = undefined;
     } catch (error) {
       const message = (error as Error).message;
       throw new Error(message.startsWith(path) ? message : `${path}: ${message}`);
@@ -456,6 +460,19 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
   }
   if (stats && digestFile && !remembered) rememberDigest(digestFile, path, stats, source);
   return loaded(path, table, parse, cacheDir ? source : undefined);
+}
+
+/**
+ * tokenizer.json's bytes, hashed as they are read where `hashing`, with the contents of its merges left out where
+ * that is certain (source-bytes.ts: read in pieces, most of a large file never kept). Those merges must be the
+ * file's only ones, as parseWithoutMerges and tableFromBytes require of the whole file (no key can hide in what
+ * was left out, so a second one is still there to see): else the whole file. Either way parseWithoutMerges and
+ * tableFromBytes give what they give on the whole file (test/unit/source-bytes.test.ts).
+ */
+function readSource(path: string, hashing: boolean): SourceBytes & { hash?: Hash } {
+  if (isTiktokenPath(path)) return readWhole(path, hashing);
+  const read = readSourceBytes(path, hashing);
+  return read.mergesLeftOut && !valueRange(read.bytes, MERGES_KEY, 0x5b) ? readWhole(path, hashing) : read;
 }
 
 const MERGES_KEY = Buffer.from('"merges"');
@@ -623,8 +640,7 @@ async function buildTransformersTokenizer(json: TokenizerJson, config: Record<st
  * SHA-256 of what a table is built from: tokenizer.json and, if present, tokenizer_config.json; for a tiktoken
  * file also whether Kimi's tokenizer code stands beside it (it adds the reserved special tokens).
  */
-function sourceDigest(path: string, bytes: Buffer = readFileSync(path)): string {
-  const hash = createHash('sha256').update(bytes);
+function sourceDigest(path: string, hash: Hash = createHash('sha256').update(readFileSync(path))): string {
   const config = join(dirname(path), 'tokenizer_config.json');
   hash.update(existsSync(config) ? Buffer.concat([Buffer.from([0]), readFileSync(config)]) : '-');
   if (isTiktokenPath(path)) hash.update(existsSync(join(dirname(path), 'tokenization_kimi.py')) ? 'kimi-code' : '-');
