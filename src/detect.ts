@@ -13,6 +13,7 @@ import type { CompiledGrammar } from './grammar/compile.ts';
 import { byteAutomaton } from './grammar/automata.ts';
 import type { Grammar } from './grammar/schema.ts';
 import { Masker } from './masker.ts';
+import { bindTogether } from './scan/bind.ts';
 import type { Span } from './scan/spans.ts';
 import { KNOWN, SPECIAL, type ByteTable } from './tokenizer/table.ts';
 import { declaredLiterals } from './grammar/check.ts';
@@ -499,6 +500,7 @@ export function detectGrammar(rollouts: DetectRollout[], table: ByteTable, candi
   // One scan view for all of them, where the special tokens they name fit in the free bytes (else each its own).
   const viewLiterals = list.flatMap(({ grammar }) => declaredLiterals(grammar.grammar).map((item) => item.literal));
   const view = sentinelOverflow(table, viewLiterals) ? undefined : buildScanView(table, viewLiterals);
+  if (view) bindTogether(list.map(({ grammar }) => grammar), table, view);
   const judged = list.map(({ name, grammar }) => judge(name, grammar, table, rollouts, corpus, view));
   const byName = new Map(judged.map((item) => [item.verdict.grammar, item]));
   const rank: Record<Fit, number> = { fits: 0, partial: 1, no: 2 };
