@@ -274,6 +274,25 @@ function buildTables(grammar: CompiledGrammar, table: ByteTable, shared?: ScanVi
   return { grammar, table, scan: view.table, ...literals, skip, memo: dfas.map(newMemo), isPadding };
 }
 
+/** Per vocabulary, its known non-empty ids grouped by their first byte (`ids[starts[b] .. starts[b + 1]]`). */
+const firstByteIndexes = new WeakMap<ByteTable, { starts: Uint32Array; ids: Uint32Array }>();
+
+/** One pass over the vocabulary, shared by every padding table of it (detect asks for 12). */
+function idsByFirstByte(table: ByteTable): { starts: Uint32Array; ids: Uint32Array } {
+  let index = firstByteIndexes.get(table);
+  if (index) return index;
+  const { size, flags, offsets, pieces } = table;
+  const starts = new Uint32Array(257);
+  for (let id = 0; id < size; id++) if ((flags[id] & KNOWN) && offsets[id + 1] > offsets[id]) starts[pieces[offsets[id]] + 1]++;
+  for (let byte = 0; byte < 256; byte++) starts[byte + 1] += starts[byte];
+  const ids = new Uint32Array(starts[256]);
+  const at = starts.slice(0, 256);
+  for (let id = 0; id < size; id++) if ((flags[id] & KNOWN) && offsets[id + 1] > offsets[id]) ids[at[pieces[offsets[id]]]++] = id;
+  index = { starts, ids };
+  firstByteIndexes.set(table, index);
+  return index;
+}
+
 /** Padding tables by vocabulary, then by padding and stop texts: `detect` binds 18 grammars, most with the same padding. */
 const paddingTables = new WeakMap<ByteTable, Map<string, Uint8Array>>();
 
@@ -290,25 +309,28 @@ function paddingIds(table: ByteTable, padding: readonly string[], stop: readonly
   const { size, flags, offsets, pieces } = table;
   isPadding = new Uint8Array(size);
   const stopTexts = new Set(stop);
-  // A token's text is a padding text when its bytes are the text's UTF-8 bytes, so compare bytes, and only for ids
-  // whose first byte fits one of them: decoding every candidate cost ~30 ms. Only a text with U+FFFD (or a lone
-  // surrogate: any surrogate, to be safe) could also be what an invalid token decodes to: those are decoded, as before.
-  const texts = padding.filter((text) => text.length > 0).map((text) => ({ text, bytes: Buffer.from(text, 'utf8'), decode: /[\uFFFD\uD800-\uDFFF]/.test(text) }));
   const decoder = new TextDecoder();
-  const firstByte = new Uint8Array(256);
-  for (const { bytes, decode } of texts) {
-    if (decode) firstByte.fill(1);
-    else firstByte[bytes[0]] = 1;
-  }
-  const bytes = Buffer.from(pieces.buffer, pieces.byteOffset, pieces.length);
-  for (let id = 0; id < size; id++) {
-    const start = offsets[id];
-    const length = offsets[id + 1] - start;
-    if (!(length > 0 && length < 64 && (flags[id] & KNOWN) && firstByte[pieces[start]])) continue;
-    const match = texts.find(({ text, bytes: own, decode }) => (decode
-      ? decoder.decode(pieces.subarray(start, start + length)) === text
-      : own.length === length && bytes.compare(own, 0, length, start, start + length) === 0));
-    if (match) isPadding[id] = stopTexts.has(match.text) ? 3 : 1;
+  const { starts, ids } = idsByFirstByte(table);
+  // A token's text is a padding text when its bytes are the text's UTF-8 bytes: only the ids starting with the
+  // text's first byte are compared. A text with U+FFFD or a surrogate could also be what an invalid token decodes
+  // to: for those, every id is decoded.
+  for (const text of new Set(padding)) {
+    if (!text) continue;
+    const mark = stopTexts.has(text) ? 3 : 1;
+    if (/[\uFFFD\uD800-\uDFFF]/.test(text)) {
+      for (let id = 0; id < size; id++) {
+        if ((flags[id] & KNOWN) && offsets[id + 1] > offsets[id] && decoder.decode(pieces.subarray(offsets[id], offsets[id + 1])) === text) isPadding[id] = mark;
+      }
+      continue;
+    }
+    const own = Buffer.from(text, 'utf8');
+    for (let k = starts[own[0]], end = starts[own[0] + 1]; k < end; k++) {
+      const id = ids[k];
+      if (offsets[id + 1] - offsets[id] !== own.length) continue;
+      let same = true;
+      for (let i = 0, p = offsets[id]; i < own.length && same; i++, p++) same = pieces[p] === own[i];
+      if (same) isPadding[id] = mark;
+    }
   }
   byTexts.set(key, isPadding);
   return isPadding;
