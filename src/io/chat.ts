@@ -37,8 +37,26 @@ const THINK_CLOSE = '</think>';
 /** Template text between the walk's anchors is searched for by its first characters (at most this many). */
 const ANCHOR = 64;
 
+const PRIVATE_USE = /[\ue000-\uf8ff]/;
+
+/** Does any string in `value` (or any key) hold a private-use character? */
+function holdsPrivateUse(value: unknown, depth = 0): boolean {
+  if (typeof value === 'string') return PRIVATE_USE.test(value);
+  if (value === null || typeof value !== 'object') return false;
+  // Deeper than any real message: the exact search below decides.
+  if (depth > 64) return true;
+  if (Array.isArray(value)) {
+    for (const item of value) if (holdsPrivateUse(item, depth + 1)) return true;
+    return false;
+  }
+  for (const key in value) if (PRIVATE_USE.test(key) || holdsPrivateUse((value as Record<string, unknown>)[key], depth + 1)) return true;
+  return false;
+}
+
 /** A private-use character that occurs nowhere in the conversation (so nothing but a mark can match it). */
 function markFor(rollout: MessagesRollout): string {
+  // Nearly always none is used, and the first will do: found without writing the conversation out as JSON.
+  if (!holdsPrivateUse(rollout.messages) && !holdsPrivateUse(rollout.tools ?? null)) return '\ue000';
   const text = JSON.stringify([rollout.messages, rollout.tools ?? null]);
   for (let code = 0xe000; code <= 0xf8ff; code++) {
     const mark = String.fromCharCode(code);

@@ -11,7 +11,7 @@ import { buildDfa, interruptTrigger, type Dfa } from '../grammar/automata.ts';
 import { declaredLiterals, MAX_AUTOMATA, modelLiterals } from '../grammar/check.ts';
 import { optionValueProblem, type OptionalRule } from '../grammar/schema.ts';
 import { KNOWN, type ByteTable } from '../tokenizer/table.ts';
-import { buildScanView } from '../tokenizer/special.ts';
+import { buildScanView, type ScanView } from '../tokenizer/special.ts';
 
 export type OptionValues = Record<string, number | null>;
 
@@ -189,18 +189,24 @@ function buildSkipRows(table: ByteTable, dfas: Dfa[]): Uint8Array[] {
   return rows;
 }
 
-/** The grammar × tokenizer tables, built on first use and shared afterwards. */
-export function grammarTables(grammar: CompiledGrammar, table: ByteTable): GrammarTables {
+/**
+ * The grammar × tokenizer tables, built on first use and shared afterwards. `view`: a scan view built for the
+ * literals of several grammars at once (detect binds every bundled grammar to one, so the vocabulary is rewritten
+ * and indexed once, not once per set of special tokens named); by default the grammar's own. Which bytes stand for
+ * which special tokens is only a renaming, the same in the pieces and the literals, so the masks are the same.
+ */
+export function grammarTables(grammar: CompiledGrammar, table: ByteTable, view?: ScanView): GrammarTables {
   let byTable = tablesCache.get(grammar);
   if (!byTable) { byTable = new WeakMap(); tablesCache.set(grammar, byTable); }
-  let tables = byTable.get(table);
-  if (!tables) { tables = buildTables(grammar, table); byTable.set(table, tables); }
+  const key = view?.table ?? table;
+  let tables = byTable.get(key);
+  if (!tables) { tables = buildTables(grammar, table, view); byTable.set(key, tables); }
   return tables;
 }
 
-function buildTables(grammar: CompiledGrammar, table: ByteTable): GrammarTables {
+function buildTables(grammar: CompiledGrammar, table: ByteTable, shared?: ScanView): GrammarTables {
   if (grammar.dfas.length > MAX_AUTOMATA) throw new Error(`grammar ${grammar.grammar.name} needs ${grammar.dfas.length} automata; at most ${MAX_AUTOMATA} are supported`);
-  const view = buildScanView(table, declaredLiterals(grammar.grammar).map((item) => item.literal));
+  const view = shared ?? buildScanView(table, declaredLiterals(grammar.grammar).map((item) => item.literal));
   const { encode } = view;
   const others = modelLiterals(grammar.grammar).map((item) => encode(item.literal));
   // The same automata, over the scanner's bytes: a literal's special tokens become their sentinel bytes.
@@ -285,9 +291,9 @@ export function resolveOptions(grammar: CompiledGrammar, overrides: OptionValues
   return options;
 }
 
-export function bind(grammar: CompiledGrammar, table: ByteTable, overrides: OptionValues = {}): Bound {
+export function bind(grammar: CompiledGrammar, table: ByteTable, overrides: OptionValues = {}, view?: ScanView): Bound {
   const options = resolveOptions(grammar, overrides);
-  const tables = grammarTables(grammar, table);
+  const tables = grammarTables(grammar, table, view);
   const budgets = new Int32Array(grammar.replies.length);
   grammar.replies.forEach((reply, r) => {
     const budget = typeof reply.budget === 'string' ? options[reply.budget] : reply.budget;
