@@ -308,6 +308,8 @@ class ColumnCursor {
       if (width) readHybrid(page, at, page.length, width, present, indices);
       else indices.fill(0);
       const dictionary = this.numericDictionary();
+      // The common page: every entry a value, none past 2^53: looked up straight into the rows' values.
+      if (repeated && present === count && !this.dictionaryWide && this.takeDense(count, repetition, indices, dictionary)) return true;
       const out = this.scratch.numbers(present);
       for (let i = 0; i < present; i++) out[i] = dictionary[indices[i]];
       if (this.dictionaryWide) {
@@ -328,7 +330,49 @@ class ColumnCursor {
     } else {
       values = library.readPlain({ view: new DataView(page.buffer, page.byteOffset, page.byteLength), offset: at }, this.column.leaf.type!, present, undefined) as ArrayLike<unknown>;
     }
-    this.take(count, definition, repetition, values, maxDefinition ? 0 : -1);
+    if (!(repeated && present === count && this.takeDense(count, repetition, values))) this.take(count, definition, repetition, values, maxDefinition ? 0 : -1);
+    return true;
+  }
+
+  /**
+   * `take` for a page of a list column whose every level entry is a present value (no null or empty list, no null
+   * element: the common page of ids or masks): the values copied in one go (dictionary indices looked up on the way), rows closed where the repetition levels
+   * hold a 0 (found by indexOf), instead of a pass over the levels entry by entry. False, with nothing taken, where
+   * a row would pass ROW_VALUES or the values are not plain numbers: `take` then reads the page as always.
+   */
+  private takeDense(count: number, repetition: Uint8Array, data: ArrayLike<unknown>, dictionary?: Float64Array): boolean {
+    const unsigned = !dictionary && this.column.leaf.converted_type === 'UINT_32';
+    if (dictionary ? !(data instanceof Uint32Array) : !(data instanceof Float64Array || data instanceof Float32Array || data instanceof Int32Array) || (unsigned && !(data instanceof Int32Array))) return false;
+    if (data.length !== count) return false;
+    // A page that goes on with a row must have one open (not a null one), as `take` would read it.
+    if (count && repetition[0] !== 0 && (this.open < 0 || this.openNull)) return false;
+    let zero = repetition.indexOf(0);
+    let length = this.openCount + (zero < 0 ? count : zero);
+    while (zero >= 0) {
+      if (length > ROW_VALUES) return false;
+      const next = repetition.indexOf(0, zero + 1);
+      length = (next < 0 ? count : next) - zero;
+      zero = next;
+    }
+    if (length > ROW_VALUES) return false;
+    this.ensure(count);
+    const values = this.values;
+    const used = this.used;
+    if (dictionary) for (let i = 0; i < count; i++) values[used + i] = dictionary[(data as Uint32Array)[i]];
+    else if (unsigned) for (let i = 0; i < count; i++) values[used + i] = (data as Int32Array)[i] >>> 0;
+    else values.set(data as Float64Array, used);
+    let at = 0;
+    for (zero = repetition.indexOf(0); zero >= 0; zero = repetition.indexOf(0, zero + 1)) {
+      if (this.open >= 0 || this.openNull) {
+        this.used = used + zero;
+        this.openCount += zero - at;
+        this.closeRow();
+      }
+      this.open = used + zero;
+      at = zero;
+    }
+    this.openCount += count - at;
+    this.used = used + count;
     return true;
   }
 
