@@ -1,7 +1,7 @@
 /**
  * Where the CLI's time goes, stage by stage, in one process (no process startup):
  *
- *     npx tsx bench/stages.ts IN.jsonl TOKENIZER [--reps 3]     → one JSON line on stdout
+ *     npx tsx bench/stages.ts IN.jsonl TOKENIZER [--reps 3] [--ab]     → one JSON line on stdout
  *
  * It runs what `runRollouts` (src/run.ts) runs for plain flat lines, src/io/mask-lines.ts, with the same
  * modules, a batch at a time (the same 2^18 ids), and charges wall time to: read (readJsonl: chunked read into
@@ -15,6 +15,10 @@
  * page-faulted in, code is still being optimized), and `warm`, the minimum over the next `--reps` passes
  * (memory and code reused; on a shared machine the minimum is the least disturbed run). Per token: `nsPerToken`.
  *
+ * `--ab`: also the parse stage before and after src/io/id-run.ts (the ids read by the byte loop alone, then with the
+ * plain run in WebAssembly; useIdRun), in the same process, in alternating order, `--reps` pairs: the stage passes
+ * (wall, as above), and the lines' parse alone over their bytes held in memory (CPU and wall of each pass).
+ *
  * Run in its own process on purpose: the in-memory benchmark must not see the shapes this one feeds V8.
  */
 import { MaskerPool } from '../src/masker.ts';
@@ -22,6 +26,7 @@ import { runRollouts } from '../src/run.ts';
 import { idJson } from '../src/io/lines.ts';
 import { JsonlWriter, readJsonl } from '../src/io/jsonl.ts';
 import { IdArena, readPlainLine, readTokens, type PlainLine } from '../src/io/records.ts';
+import { useIdRun } from '../src/io/id-run.ts';
 import { ByteOut, spanHeads, writeScannedLine } from '../src/io/mask-lines.ts';
 import { detectShape, flatRollout } from '../src/io/shapes.ts';
 import { newSummary } from '../src/summary.ts';
@@ -120,6 +125,68 @@ async function jsonParsePass(input: string): Promise<{ readMs: number; parseMs: 
   return { readMs, parseMs };
 }
 
+/** Each line's parse alone (as MaskLines.take, plain lines), over their bytes in memory: CPU and wall ms of one pass. */
+function parseOnlyPass(lines: Buffer[]): { cpuMs: number; wallMs: number; tokens: number } {
+  const arena = new IdArena();
+  const plain: PlainLine = { idText: '', promptLength: -1 };
+  let tokens = 0;
+  const cpu0 = process.cpuUsage();
+  const t0 = now();
+  for (const bytes of lines) {
+    if (!readPlainLine(bytes, arena, plain)) throw new Error('--ab: not a plain line');
+    if (arena.used >= GROUP_IDS) { tokens += arena.used; arena.reset(GROUP_IDS); }
+  }
+  tokens += arena.used;
+  const wallMs = now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  return { cpuMs: (cpu.user + cpu.system) / 1000, wallMs, tokens };
+}
+
+interface Spread { median: number; min: number; max: number }
+const spread = (values: number[]): Spread => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  const median = sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  const r = (x: number) => +x.toFixed(3);
+  return { median: r(median), min: r(sorted[0]), max: r(sorted[sorted.length - 1]) };
+};
+
+/** `--ab`: ns per token of the parse stage, byte loop alone (`before`) and with the plain run (`after`), per pair. */
+export interface ParseAB {
+  pairs: number;
+  stageWall: { before: Spread; after: Spread; afterOverBefore: Spread };
+  parseOnlyCpu: { before: Spread; after: Spread; afterOverBefore: Spread };
+  parseOnlyWall: { before: Spread; after: Spread; afterOverBefore: Spread };
+}
+
+async function parseAB(pool: MaskerPool, input: string, output: string, pairs: number): Promise<ParseAB> {
+  // Copied: a line's bytes are a view into a buffer the next read reuses.
+  const lines = Array.from(readJsonl(input), (line) => Buffer.from(line.bytes));
+  const runs = { before: { stage: [] as number[], cpu: [] as number[], wall: [] as number[] }, after: { stage: [] as number[], cpu: [] as number[], wall: [] as number[] } };
+  try {
+    for (let p = 0; p < pairs + 1; p++) {
+      for (const side of p % 2 ? (['after', 'before'] as const) : (['before', 'after'] as const)) {
+        useIdRun(side === 'after');
+        const pass = await lapPass(pool, input, output);
+        const only = parseOnlyPass(lines);
+        // The first pair warms both sides up.
+        if (p === 0) continue;
+        runs[side].stage.push((pass.stages.parse * 1e6) / pass.tokens);
+        runs[side].cpu.push((only.cpuMs * 1e6) / only.tokens);
+        runs[side].wall.push((only.wallMs * 1e6) / only.tokens);
+      }
+    }
+  } finally {
+    useIdRun(true);
+  }
+  const of = (key: 'stage' | 'cpu' | 'wall') => ({
+    before: spread(runs.before[key]),
+    after: spread(runs.after[key]),
+    afterOverBefore: spread(runs.after[key].map((x, i) => x / runs.before[key][i])),
+  });
+  return { pairs, stageWall: of('stage'), parseOnlyCpu: of('cpu'), parseOnlyWall: of('wall') };
+}
+
 export interface StageResult {
   tokens: number;
   /** Wall ms per stage of the first pass in the process (what the CLI pays). */
@@ -137,6 +204,8 @@ export interface StageResult {
   reps: number;
   /** Warm ns per token of each stage. */
   nsPerToken: Record<Stage, number>;
+  /** `--ab` only. */
+  parseAB?: ParseAB;
 }
 
 async function main() {
@@ -165,6 +234,7 @@ async function main() {
     await runRollouts(pool, { input, output });
     runRolloutsMs = Math.min(runRolloutsMs, now() - t);
   }
+  const ab = args.includes('--ab') ? await parseAB(pool, input, output, reps) : undefined;
   const round = (x: number) => +x.toFixed(1);
   const result: StageResult = {
     tokens,
@@ -177,6 +247,7 @@ async function main() {
     openMs: round(openMs),
     reps,
     nsPerToken: Object.fromEntries(STAGES.map((s) => [s, +((stageMs[s] * 1e6) / tokens).toFixed(2)])) as Record<Stage, number>,
+    parseAB: ab,
   };
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }

@@ -13,8 +13,11 @@ import type { CompiledGrammar } from './grammar/compile.ts';
 import { byteAutomaton } from './grammar/automata.ts';
 import type { Grammar } from './grammar/schema.ts';
 import { Masker } from './masker.ts';
+import { bindTogether } from './scan/bind.ts';
 import type { Span } from './scan/spans.ts';
 import { KNOWN, SPECIAL, type ByteTable } from './tokenizer/table.ts';
+import { declaredLiterals } from './grammar/check.ts';
+import { buildScanView, sentinelOverflow, type ScanView } from './tokenizer/special.ts';
 
 export interface DetectRollout { tokens: ArrayLike<number>; promptLength?: number }
 
@@ -134,8 +137,11 @@ export function grammarLiterals(grammar: Grammar): Map<string, string[]> {
   return literals;
 }
 
-/** A rollout's bytes, from the tokenizer's byte table (ids outside it are counted and skipped), with where each token starts. */
-interface Stream { bytes: Buffer; starts: Int32Array; unknown: number }
+/**
+ * A rollout's bytes, from the tokenizer's byte table (ids outside it are counted and skipped), with where each
+ * token starts, and where its special tokens are (few: each grammar asks whether it trains them).
+ */
+interface Stream { bytes: Buffer; starts: Int32Array; unknown: number; specials: Int32Array }
 
 /**
  * Every rollout's bytes back to back in one buffer (rollout `r` is `all[base[r] .. base[r + 1]]`, and `streams[r]`
@@ -146,61 +152,76 @@ interface Streams { all: Buffer; base: Int32Array; streams: Stream[]; hits: Map<
 
 /** The rollouts' bytes, and where each of `literals` occurs in them. */
 function streamsOf(table: ByteTable, rollouts: readonly DetectRollout[], literals: readonly string[]): Streams {
-  const { size, flags, offsets, pieces } = table;
+  // The per-token work is in small functions called once per rollout: V8 optimizes those after a few calls,
+  // where one loop over every token of every rollout ran unoptimized until an on-stack replacement was compiled.
   const base = new Int32Array(rollouts.length + 1);
-  const tokenStarts: Int32Array[] = [];
-  const unknowns: number[] = [];
-  for (let r = 0; r < rollouts.length; r++) {
-    const tokens = rollouts[r].tokens;
-    const starts = new Int32Array(tokens.length + 1);
-    let unknown = 0;
-    for (let i = 0; i < tokens.length; i++) {
-      const id = tokens[i];
-      const known = id < size && (flags[id] & KNOWN);
-      if (!known) unknown++;
-      starts[i + 1] = starts[i] + (known ? offsets[id + 1] - offsets[id] : 0);
-    }
-    tokenStarts.push(starts);
-    unknowns.push(unknown);
-    base[r + 1] = base[r] + starts[tokens.length];
-  }
+  const measured = rollouts.map((rollout) => measure(table, rollout.tokens));
+  measured.forEach(({ starts }, r) => { base[r + 1] = base[r] + starts[starts.length - 1]; });
   const all = Buffer.allocUnsafe(base[rollouts.length]);
-  const streams: Stream[] = [];
-  for (let r = 0; r < rollouts.length; r++) {
-    const tokens = rollouts[r].tokens;
-    const starts = tokenStarts[r];
-    // Byte by byte: pieces are a few bytes long, shorter than a subarray view and a set() call cost per token.
-    for (let i = 0, at = base[r]; i < tokens.length; i++) {
-      for (let end = base[r] + starts[i + 1], p = offsets[tokens[i]]; at < end;) all[at++] = pieces[p++];
-    }
-    streams.push({ bytes: all.subarray(base[r], base[r + 1]), starts, unknown: unknowns[r] });
+  const streams = rollouts.map((rollout, r): Stream => {
+    copyPieces(table, rollout.tokens, all, base[r]);
+    return { bytes: all.subarray(base[r], base[r + 1]), ...measured[r] };
+  });
+  return { all, base, streams, hits: literalHits(all, literals, base) };
+}
+
+/** Where each token's bytes start (ids outside the table have none), how many such ids, and where the special tokens are. */
+function measure(table: ByteTable, tokens: ArrayLike<number>): { starts: Int32Array; unknown: number; specials: Int32Array } {
+  const { size, flags, offsets } = table;
+  const starts = new Int32Array(tokens.length + 1);
+  let unknown = 0;
+  let specialCount = 0;
+  for (let i = 0; i < tokens.length; i++) {
+    const id = tokens[i];
+    const known = id < size && (flags[id] & KNOWN);
+    if (!known) unknown++;
+    if (id < size && flags[id] & SPECIAL) specialCount++;
+    starts[i + 1] = starts[i] + (known ? offsets[id + 1] - offsets[id] : 0);
   }
-  return { all, base, streams, hits: literalHits(all, literals) };
+  const specials = new Int32Array(specialCount);
+  for (let i = 0, k = 0; k < specialCount; i++) if (tokens[i] < size && flags[tokens[i]] & SPECIAL) specials[k++] = i;
+  return { starts, unknown, specials };
+}
+
+/** The tokens' bytes into `all` from `at`, byte by byte: pieces are a few bytes long, shorter than a subarray view and a set() call cost per token. */
+function copyPieces(table: ByteTable, tokens: ArrayLike<number>, all: Buffer, at: number): void {
+  const { size, flags, offsets, pieces } = table;
+  for (let i = 0; i < tokens.length; i++) {
+    const id = tokens[i];
+    if (!(id < size && (flags[id] & KNOWN))) continue;
+    for (let p = offsets[id], end = offsets[id + 1]; p < end; p++) all[at++] = pieces[p];
+  }
 }
 
 /**
  * Where each literal starts in `bytes`, every place, overlapping ones too, in one pass for all of them
  * (Aho–Corasick: a literal may be another's part, so each state also links to the longest literal ending there).
- * Each literal's places come out in increasing order.
+ * Each literal's places come out in increasing order. With `regions` (offsets, the first 0 and the last the
+ * end), only places inside one region are found, each region scanned on its own.
  */
-export function literalHits(bytes: Uint8Array, literals: readonly string[]): Map<string, Int32Array> {
+export function literalHits(bytes: Uint8Array, literals: readonly string[], regions: ArrayLike<number> = [0, bytes.length]): Map<string, Int32Array> {
   const encoded = literals.map((literal) => Buffer.from(literal, 'utf8'));
   const { delta, fail, ends, stateOf, order } = byteAutomaton(encoded);
   // The nearest state on the failure chain (itself excluded) that ends a literal, or -1.
   const output = new Int32Array(ends.length).fill(-1);
   for (const state of order) output[state] = ends[fail[state]] >= 0 ? fail[state] : output[fail[state]];
   const found: number[][] = literals.map(() => []);
-  for (let i = 0, state = 0; i < bytes.length; i++) {
-    state = delta[state * 256 + bytes[i]];
-    for (let at = ends[state] >= 0 ? state : output[state]; at >= 0; at = output[at]) {
-      const index = ends[at];
-      found[index].push(i + 1 - encoded[index].length);
-    }
-  }
+  const lengths = Int32Array.from(encoded, (literal) => literal.length);
+  for (let r = 0; r + 1 < regions.length; r++) scanRegion(bytes, regions[r], regions[r + 1], delta, ends, output, lengths, found);
   const hits = new Map<string, Int32Array>();
   // Two texts with the same bytes share the places found for the first.
   literals.forEach((literal, index) => hits.set(literal, Int32Array.from(stateOf[index] ? found[ends[stateOf[index]]] : [])));
   return hits;
+}
+
+function scanRegion(bytes: Uint8Array, from: number, to: number, delta: Int32Array, ends: Int32Array, output: Int32Array, lengths: Int32Array, found: number[][]): void {
+  for (let i = from, state = 0; i < to; i++) {
+    state = delta[state * 256 + bytes[i]];
+    for (let at = ends[state] >= 0 ? state : output[state]; at >= 0; at = output[at]) {
+      const index = ends[at];
+      found[index].push(i + 1 - lengths[index]);
+    }
+  }
 }
 
 /**
@@ -241,34 +262,55 @@ function modelLiterals(grammar: Grammar): string[] {
   ].filter((literal): literal is string => Boolean(literal));
 }
 
-/** Runs of tokens as [start, end) pairs back to back. */
-type Runs = Int32Array;
-
-/** The runs of the spans that `take` picks. */
-function spanRuns(spans: readonly Span[], take: (span: Span) => boolean): Runs {
-  const runs: number[] = [];
-  for (const span of spans) {
-    if (!take(span) || span.end === span.start) continue;
-    if (runs.length && runs[runs.length - 1] === span.start) runs[runs.length - 1] = span.end;
-    else runs.push(span.start, span.end);
+/**
+ * Each rollout as one grammar read it: its action runs and its trailing padding's runs (nobody's: neither side
+ * of a comparison), as [start, end) token pairs. All rollouts' runs are packed in one array, so that the 18
+ * grammars' thousands of readings are a few objects for the collector, not two arrays each.
+ */
+class Readings {
+  runs = new Int32Array(1 << 12);
+  used = 0;
+  /** Per rollout: where its action runs start in `runs`, where its trailing runs start, where they end (-1: no reading, its prompt end not found). */
+  readonly actionAt: Int32Array;
+  readonly trailingAt: Int32Array;
+  readonly endAt: Int32Array;
+  constructor(rollouts: number) {
+    this.actionAt = new Int32Array(rollouts).fill(-1);
+    this.trailingAt = new Int32Array(rollouts);
+    this.endAt = new Int32Array(rollouts);
   }
-  return Int32Array.from(runs);
+  has(r: number): boolean { return this.actionAt[r] >= 0; }
+  add(r: number, spans: readonly Span[]): void {
+    this.actionAt[r] = this.used;
+    this.addRuns(spans, true);
+    this.trailingAt[r] = this.used;
+    this.addRuns(spans, false);
+    this.endAt[r] = this.used;
+  }
+  /** The action spans' runs, or the trailing spans', touching spans joined. */
+  private addRuns(spans: readonly Span[], action: boolean): void {
+    const first = this.used;
+    for (const span of spans) {
+      if ((action ? span.role !== 'action' : span.tag !== 'trailing') || span.end === span.start) continue;
+      if (this.used > first && this.runs[this.used - 1] === span.start) { this.runs[this.used - 1] = span.end; continue; }
+      if (this.used + 2 > this.runs.length) { const grown = new Int32Array(this.runs.length * 2); grown.set(this.runs); this.runs = grown; }
+      this.runs[this.used++] = span.start;
+      this.runs[this.used++] = span.end;
+    }
+  }
 }
-
-/** A rollout as a grammar read it: its action, and its trailing padding (nobody's: neither side of a comparison). */
-interface Reading { action: Runs; trailing: Runs }
 
 interface Judged {
   verdict: CandidateVerdict;
-  readings: Array<Reading | undefined>;
+  readings: Readings;
   /** Texts its template may insert after a prompt end, header or reply (an empty think block, a prefill), as bytes. */
   optional: Buffer[];
 }
 
-function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollouts: DetectRollout[], corpus: Streams): Judged {
+function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollouts: DetectRollout[], corpus: Streams, view: ScanView | undefined): Judged {
   const { streams } = corpus;
   const spec = grammar.grammar;
-  const masker = new Masker(grammar, table);
+  const masker = new Masker(grammar, table, {}, view);
   const named = modelLiterals(spec);
   const decoder = new TextDecoder();
   const namedSpecial = new Map<number, boolean>();
@@ -291,34 +333,33 @@ function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollout
   let trained = 0;
   let tokens = 0;
   const unexplained = { tokens: 0, rollouts: 0, examples: [] as string[] };
-  const readings: Array<Reading | undefined> = [];
+  const readings = new Readings(rollouts.length);
   // Markers count only after this grammar's prompt end: a prompt quotes the tags it asks for (Search-R1's does).
   const afterPrompt = new Int32Array(rollouts.length);
   rollouts.forEach((rollout, r) => {
     let from = rollout.tokens.length;
     tokens += rollout.tokens.length;
-    let reading: Reading | undefined;
     try {
       const result = masker.mask(rollout.tokens, { promptLength: rollout.promptLength });
       const prompt = !result.diagnostics.some((item) => item.code === 'no-prompt-end');
       const error = result.diagnostics.some((item) => item.severity === 'error');
       const misfit = result.diagnostics.some((item) => MISFIT_CODES.has(item.code));
-      const action = result.mask.indexOf(1) >= 0;
+      const { mask } = result;
+      let ones = 0;
+      for (let i = 0; i < mask.length; i++) ones += mask[i];
+      trained += ones;
+      const action = ones > 0;
       if (prompt) promptFound++;
       if (action) withAction++;
       if (error) withErrors++;
       if (misfit) misfits++;
       if (result.diagnostics.some((item) => MODEL_VIOLATION_CODES.has(item.code))) modelViolations++;
       if (prompt && action && !error && !misfit) clean++;
+      // Trained special tokens that none of the grammar's model-side literals names, in token order.
       let unnamed = 0;
-      const { mask } = result;
-      const { size, flags } = table;
-      for (let i = 0; i < mask.length; i++) {
-        if (!mask[i]) continue;
-        trained++;
+      for (const i of streams[r].specials) {
         const id = rollout.tokens[i];
-        // Most trained tokens are not special: test that here before the closure and its Map.
-        if (!(id < size && flags[id] & SPECIAL) || !isUnnamedSpecial(id)) continue;
+        if (!mask[i] || !isUnnamedSpecial(id)) continue;
         unnamed++;
         if (unexplained.examples.length < 4) {
           const piece = decoder.decode(table.pieces.subarray(table.offsets[id], table.offsets[id + 1]));
@@ -326,12 +367,11 @@ function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollout
         }
       }
       if (unnamed) { unexplained.tokens += unnamed; unexplained.rollouts++; }
-      if (prompt) reading = { action: spanRuns(result.spans, (span) => span.role === 'action'), trailing: spanRuns(result.spans, (span) => span.tag === 'trailing') };
+      if (prompt) readings.add(r, result.spans);
       from = result.spans.find((span) => span.tag !== 'prompt')?.start ?? rollout.tokens.length;
     } catch {
       withErrors++;
     }
-    readings.push(reading);
     afterPrompt[r] = corpus.base[r] + streams[r].starts[from];
   });
 
@@ -388,39 +428,52 @@ function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollout
  */
 function trainsBeyond(a: Judged, b: Judged, streams: Stream[]): number {
   let count = 0;
-  a.readings.forEach((mine, r) => {
-    const theirs = b.readings[r];
-    if (!mine || !theirs) return;
+  const mine = a.readings;
+  const theirs = b.readings;
+  const { runs } = mine;
+  for (let r = 0; r < streams.length; r++) {
+    if (!mine.has(r) || !theirs.has(r)) continue;
     const { bytes, starts } = streams[r];
-    for (const [start, end] of runsOutside(mine.action, theirs.action, theirs.trailing)) {
+    outside(runs, mine.actionAt[r], mine.trailingAt[r], theirs, r, (start, end) => {
       // A run inside text b's template may insert is a question of b's options (template_think, a prefill), not
       // of the protocol: it decides nothing here.
       const text = bytes.subarray(starts[start], starts[end]);
-      if (text.length && b.optional.some((optional) => optional.includes(text))) continue;
+      if (text.length && b.optional.some((optional) => optional.includes(text))) return;
       count += end - start;
-    }
-  });
+    });
+  }
   return count;
 }
 
-/** The runs of `a` outside both `b` and `c` (each sorted and disjoint). */
-function runsOutside(a: Runs, b: Runs, c: Runs): Array<[number, number]> {
-  const covered: Array<[number, number]> = [];
-  for (const runs of [b, c]) for (let i = 0; i < runs.length; i += 2) covered.push([runs[i], runs[i + 1]]);
-  covered.sort((x, y) => x[0] - y[0]);
-  const out: Array<[number, number]> = [];
-  let k = 0;
-  for (let i = 0; i < a.length; i += 2) {
-    let at = a[i];
-    const end = a[i + 1];
-    while (k < covered.length && covered[k][1] <= at) k++;
-    for (let j = k; j < covered.length && covered[j][0] < end; j++) {
-      if (covered[j][0] > at) out.push([at, covered[j][0]]);
-      at = Math.max(at, covered[j][1]);
+/**
+ * Each run of `runs[from .. to]` outside the other reading's action and trailing runs for rollout `r` (each
+ * list sorted and disjoint, and disjoint from each other: spans tile the stream), in order.
+ */
+function outside(runs: Int32Array, from: number, to: number, other: Readings, r: number, each: (start: number, end: number) => void): void {
+  const covered = other.runs;
+  // Two sorted lists walked as one: the next covered run is whichever list's head starts first.
+  let i = other.actionAt[r];
+  const iEnd = other.trailingAt[r];
+  let j = iEnd;
+  const jEnd = other.endAt[r];
+  const next = () => (i < iEnd && (j >= jEnd || covered[i] < covered[j]) ? i : j < jEnd ? j : -1);
+  for (let k = from; k < to; k += 2) {
+    let at = runs[k];
+    const end = runs[k + 1];
+    // Skip covered runs that end before this one starts (ends are sorted as starts are: the runs are disjoint).
+    for (let c = next(); c >= 0 && covered[c + 1] <= at; c = next()) { if (c === i) i += 2; else j += 2; }
+    // Walk the covered runs that start before this one ends, without consuming the last: it may reach the next.
+    let ci = i;
+    let cj = j;
+    for (;;) {
+      const c = ci < iEnd && (cj >= jEnd || covered[ci] < covered[cj]) ? ci : cj < jEnd ? cj : -1;
+      if (c < 0 || covered[c] >= end) break;
+      if (covered[c] > at) each(at, covered[c]);
+      at = Math.max(at, covered[c + 1]);
+      if (c === ci) ci += 2; else cj += 2;
     }
-    if (at < end) out.push([at, end]);
+    if (at < end) each(at, end);
   }
-  return out;
 }
 
 /** Markers explained, to compare two grammars whose masks are the same: distinct literals found, their occurrences, then the share of its declared literals found (the more specific explanation). */
@@ -454,7 +507,11 @@ export function detectGrammar(rollouts: DetectRollout[], table: ByteTable, candi
   const corpus = streamsOf(table, rollouts, [...counted]);
   const { streams } = corpus;
   const unknownIds = streams.reduce((n, stream) => n + stream.unknown, 0);
-  const judged = list.map(({ name, grammar }) => judge(name, grammar, table, rollouts, corpus));
+  // One scan view for all of them, where the special tokens they name fit in the free bytes (else each its own).
+  const viewLiterals = list.flatMap(({ grammar }) => declaredLiterals(grammar.grammar).map((item) => item.literal));
+  const view = sentinelOverflow(table, viewLiterals) ? undefined : buildScanView(table, viewLiterals);
+  if (view) bindTogether(list.map(({ grammar }) => grammar), table, view);
+  const judged = list.map(({ name, grammar }) => judge(name, grammar, table, rollouts, corpus, view));
   const byName = new Map(judged.map((item) => [item.verdict.grammar, item]));
   const rank: Record<Fit, number> = { fits: 0, partial: 1, no: 2 };
   const verdicts = judged.map((item) => item.verdict);

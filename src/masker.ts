@@ -15,6 +15,7 @@ import { buildSpans, fillMask, segmentStarts, type Span } from './scan/spans.ts'
 import { messageOf, RolloutError, severityOf, type Diagnostic } from './diagnostics.ts';
 import { loadTokenizer, type LoadedTokenizer } from './tokenizer/load.ts';
 import type { ByteTable } from './tokenizer/table.ts';
+import type { ScanView } from './tokenizer/special.ts';
 
 export interface MaskResult {
   /** 1 = the model sampled this token (train on it), 0 = prompt, environment, padding. */
@@ -39,8 +40,8 @@ export class Masker {
   private readonly scanned: Scanned = new Scanned(this, this.cursor.out);
 
   /** Binding is cheap after the first Masker of a grammar × tokenizer pair: the vocabulary tables are shared. */
-  constructor(grammar: CompiledGrammar, table: ByteTable, options: OptionValues = {}) {
-    this.bound = bind(grammar, table, options);
+  constructor(grammar: CompiledGrammar, table: ByteTable, options: OptionValues = {}, view?: ScanView) {
+    this.bound = bind(grammar, table, options, view);
   }
 
   /** Mask one rollout, with its spans and diagnostics. Throws RolloutError for input it cannot mask. */

@@ -7,10 +7,10 @@ import type { MaskResult } from './masker.ts';
 import type { Frame } from './conformance.ts';
 import { inputIsStream, JsonlWriter, OutputClosed, OutputError } from './io/jsonl.ts';
 import { generalRecord, readRecord, readRecordBatches, recordId, recordText, type InputRecord } from './io/records.ts';
-import { ByteOut, MaskLines, type TextOut } from './io/mask-lines.ts';
+import { ByteOut, MaskLines, scannedNeedsResult, writeSpans, type MaskedRow, type TextOut } from './io/mask-lines.ts';
 import { maskInParallel, threadCpuMs } from './jobs.ts';
 import { errorLine, idJson, idOf, idText, errorMessage, writable, writeMaskLine } from './io/lines.ts';
-import { parquetColumns, ParquetRowWriter, ParquetValueError, type DeclaredColumn } from './io/parquet.ts';
+import { JsonBytes, parquetColumns, ParquetRowWriter, ParquetValueError, type DeclaredColumn } from './io/parquet.ts';
 import { jsonText } from './io/json.ts';
 import { fileFormat } from './io/format.ts';
 import { maskPrepared, prepareRollout, type Prepared } from './io/prepare.ts';
@@ -38,6 +38,11 @@ export interface Sink {
   bytesAsync?(data: Uint8Array): Promise<void>;
   /** An output object: its id as read (Parquet keeps its type) and as JSON (`idJson`), then the other fields. */
   write(id: unknown, idText: string, rest: Record<string, unknown>): void;
+  /**
+   * Rows for the batched mask path (Parquet): what takes each rollout `maskBatch` masked, the same row as
+   * `write` gets from the general path for it. Counts into `summary`.
+   */
+  maskedRows?(summary: RunSummary): MaskedRow;
   /** A sink that takes each masked rollout itself (`show`'s text) instead of output fields; mask mode only. */
   rollout?(prepared: Prepared, result: MaskResult): void;
   error(id: unknown, line: number, message: string): void;
@@ -82,6 +87,7 @@ async function openSink(output: string | undefined, input: string, own: Declared
     const rows = await ParquetRowWriter.open(output!, declared);
     return {
       write: (id, _idText, rest) => rows.write({ id, ...rest }),
+      maskedRows: (summary) => maskedRows(rows, summary),
       error: (id, line, message) => {
         // An error row always goes out: with its id where the id fits the id column, else without.
         try { rows.write({ id: writable(id) ?? null, line, error: message }); } catch (error) {
@@ -106,6 +112,36 @@ async function openSink(output: string | undefined, input: string, own: Declared
     flush: () => writer.flushThrough(),
     close: () => writer.close(),
     abort: () => writer.abort(),
+  };
+}
+
+/** An empty list of diagnostics, as the json column holds it. */
+const NO_DIAGNOSTICS = new JsonBytes(Buffer.from('[]'));
+
+/**
+ * The batched mask path's rows, for the output columns MASK_COLUMNS declares in the default mask form: the mask
+ * copied out of the batch's buffer, the spans' JSON written straight from the scan (what jsonText gives for
+ * `mask()`'s spans), no per-rollout objects; a rollout with a diagnostic or tag attributes through `result()`,
+ * as the general path writes it.
+ */
+function maskedRows(rows: ParquetRowWriter, summary: RunSummary): MaskedRow {
+  const spans = new ByteOut(1 << 12);
+  return (id, scanned, heads) => {
+    const n = scanned.tokens.length;
+    if (scannedNeedsResult(scanned)) {
+      const result = scanned.result();
+      rows.write({ id, mask: result.mask, spans: result.spans, diagnostics: result.diagnostics });
+      record(summary, result);
+      return;
+    }
+    spans.used = 0;
+    spans.write('[');
+    const actionTokens = writeSpans(spans, heads, scanned);
+    spans.write(']');
+    rows.write({ id, mask: scanned.mask.slice(scanned.from, scanned.from + n), spans: new JsonBytes(Uint8Array.prototype.slice.call(spans.buffer, 0, spans.used)), diagnostics: NO_DIAGNOSTICS });
+    summary.rollouts++;
+    summary.tokens += n;
+    summary.actionTokens += actionTokens;
   };
 }
 
@@ -278,12 +314,14 @@ export async function runRollouts(pool: MaskerPool, options: RunOptions): Promis
     // straight from the bytes or the column's ids (io/mask-lines.ts); any line that path does not take comes back
     // here, as the general path reads it.
     const format = fileFormat(input);
-    const fast = plainMask && !html && options.only === undefined && (format === 'jsonl' || format === 'parquet') && (options.format === undefined || options.format === 'flat')
-      ? new MaskLines(pool, new ByteOut(), summary) : undefined;
+    // Parquet masks in the default form take the same path, each rollout a row (sink.maskedRows).
+    const rowMasks = mode === 'mask' && sink.maskedRows !== undefined && !options.outFormat && !options.maskFormat && options.observationWeight === undefined && !options.charSpans;
+    const fast = (plainMask || rowMasks) && !html && options.only === undefined && (format === 'jsonl' || format === 'parquet') && (options.format === undefined || options.format === 'flat')
+      ? new MaskLines(pool, new ByteOut(), summary, rowMasks ? sink.maskedRows!(summary) : undefined) : undefined;
     const each = fast ? (item: InputRecord) => handleRecord(context, generalRecord(item)) : (item: InputRecord) => handleRecord(context, item);
     const drain = () => { if (fast!.out.used) sink.bytes!(fast!.out.take()); };
     const jobs = options.jobs ?? 1;
-    if (fast && format === 'jsonl' && jobs > 1 && pool.source) {
+    if (fast && plainMask && format === 'jsonl' && jobs > 1 && pool.source) {
       const output: OutputOptions = { format: options.format };
       await maskInParallel({
         jobs,

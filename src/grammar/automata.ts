@@ -103,18 +103,37 @@ export function byteAutomaton(needles: readonly Uint8Array[]): ByteAutomaton {
   return { delta, fail, ends, stateOf, order };
 }
 
+/**
+ * The literals one automaton hears, checked as buildDfa would check them, without its tables: a compiled grammar
+ * keeps only these, and binding to a tokenizer builds the automaton in the scanner's bytes (detect compiles
+ * every bundled grammar, and a table built in the text's bytes was never read).
+ */
+export function literalGroup(literals: DfaLiteral[]): { literals: DfaLiteral[] } {
+  const seen = new Set<string>();
+  for (const literal of literals) {
+    const key = Buffer.from(literal.bytes.buffer, literal.bytes.byteOffset, literal.bytes.length).toString('latin1');
+    if (!literal.bytes.length || seen.has(key)) throw heardTwice(literal);
+    seen.add(key);
+  }
+  return { literals };
+}
+
+const heardTwice = (literal: DfaLiteral) => new Error(`internal: literal ${JSON.stringify(literal.source)} is empty or heard twice in one automaton`);
+
 export function buildDfa(literals: DfaLiteral[]): Dfa {
   // check.ts rejects one literal inside another, so each accepting state accepts exactly its own literal.
   const { delta, ends, stateOf } = byteAutomaton(literals.map((literal) => literal.bytes));
   literals.forEach((literal, index) => {
-    if (stateOf[index] === 0 || ends[stateOf[index]] !== index) throw new Error(`internal: literal ${JSON.stringify(literal.source)} is empty or heard twice in one automaton`);
+    if (stateOf[index] === 0 || ends[stateOf[index]] !== index) throw heardTwice(literal);
   });
   const firstBytes = new Uint8Array(256);
   for (let byte = 0; byte < 256; byte++) firstBytes[byte] = delta[byte] !== 0 ? 1 : 0;
-  const step = new Int32Array(delta.length);
+  // The transition table becomes the step table in place (it is this automaton's own; a second table of the
+  // same size was most of binding's memory).
+  const step = delta;
   for (let at = 0; at < step.length; at++) {
-    const target = delta[at];
-    step[at] = ends[target] >= 0 ? ~ends[target] : target;
+    const target = step[at];
+    if (ends[target] >= 0) step[at] = ~ends[target];
   }
   return { step, acceptState: stateOf, literals, firstBytes };
 }

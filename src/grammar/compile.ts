@@ -11,7 +11,7 @@ import { createMachine, type AnyMachineSnapshot, type AnyStateMachine, type Stat
 import { grammarIssue, MAX_AUTOMATA, modelLiterals, type GrammarIssue } from './check.ts';
 import type { Grammar, OptionalRule } from './schema.ts';
 import { machineConfig, machineEvents, type EventFamily, type MachineEvent, type TransitionCode } from './machine.ts';
-import { buildDfa, interruptTrigger, type Dfa, type DfaLiteral } from './automata.ts';
+import { interruptTrigger, literalGroup, type DfaLiteral } from './automata.ts';
 
 export { machineConfig, type TransitionCode } from './machine.ts';
 export { interruptTrigger, type Dfa, type DfaLiteral } from './automata.ts';
@@ -72,7 +72,8 @@ export interface CompiledGrammar {
   next: Int32Array;
   /** Diagnostic codes raised by a transition, same indexing as `next`. */
   codes: Array<TransitionCode[] | undefined>;
-  dfas: Dfa[];
+  /** The literals each automaton hears, in the text's bytes (bind.ts builds the automata in the scanner's bytes). */
+  dfas: Array<{ literals: DfaLiteral[] }>;
   replies: ReplyInfo[];
   handovers: HandoverInfo[];
   initial: number;
@@ -311,7 +312,7 @@ function replyEndLiterals(grammar: Grammar, name: string | undefined): EventLite
  * StateInfo.takes), the prompt and each reply have their own (a reply's close is heard only in it). One per
  * kind made 400 tags 401 automata of ~2 MB each. Groups with the same literals share one automaton.
  */
-function buildAutomata(grammar: Grammar, events: MachineEvent[], snapshots: AnyMachineSnapshot[], roles: Array<Role | undefined>, edges: Edge[][], groupOf: (s: number) => string): { dfas: Dfa[]; dfaOfGroup: Map<string, number> } {
+function buildAutomata(grammar: Grammar, events: MachineEvent[], snapshots: AnyMachineSnapshot[], roles: Array<Role | undefined>, edges: Edge[][], groupOf: (s: number) => string): { dfas: Array<{ literals: DfaLiteral[] }>; dfaOfGroup: Map<string, number> } {
   const groups = new Map<string, { first: number; events: Set<number> }>();
   snapshots.forEach((_, s) => {
     if (roles[s] === undefined) return;
@@ -324,7 +325,7 @@ function buildAutomata(grammar: Grammar, events: MachineEvent[], snapshots: AnyM
     modelLiterals: modelLiterals(grammar).map((item) => utf8.encode(item.literal)),
     handoverLiterals: new Set(grammar.handovers.flatMap((handover) => (handover.after === undefined ? [] : [handover.after]))),
   };
-  const dfas: Dfa[] = [];
+  const dfas: Array<{ literals: DfaLiteral[] }> = [];
   const dfaOfGroup = new Map<string, number>();
   const dfaByLiterals = new Map<string, number>();
   for (const [name, group] of groups) {
@@ -334,14 +335,14 @@ function buildAutomata(grammar: Grammar, events: MachineEvent[], snapshots: AnyM
     if (!literals.length) continue;
     const key = literals.map((literal) => `${literal.event}/${literal.endsBefore}/${literal.interrupt}/${literal.header}/${literal.lineStart}/${literal.attributes}/${JSON.stringify(literal.source)}/${Buffer.from(literal.bytes).toString('hex')}`).join(',');
     let at = dfaByLiterals.get(key);
-    if (at === undefined) { at = dfas.length; dfaByLiterals.set(key, at); dfas.push(buildDfa(literals)); }
+    if (at === undefined) { at = dfas.length; dfaByLiterals.set(key, at); dfas.push(literalGroup(literals)); }
     dfaOfGroup.set(name, at);
   }
   return { dfas, dfaOfGroup };
 }
 
 /** Problems only compilation can see: a state nothing enters, more automata than the scanner may hold. */
-function compileIssues(machine: AnyStateMachine, leaves: AnyStateNode[], dfas: Dfa[]): GrammarIssue[] {
+function compileIssues(machine: AnyStateMachine, leaves: AnyStateNode[], dfas: Array<{ literals: DfaLiteral[] }>): GrammarIssue[] {
   const issues: GrammarIssue[] = [];
   // Every state the machine declares can be entered (a kind nested by `contains` whenever its outer kind can).
   const reached = new Set(leaves);

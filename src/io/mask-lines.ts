@@ -10,6 +10,7 @@
 import type { Masker, MaskerPool, MaskResult, Scanned } from '../masker.ts';
 import type { RunSummary } from '../summary.ts';
 import { record } from '../summary.ts';
+import { OutputClosed, OutputError } from './jsonl.ts';
 import { idJson, writeMaskLine, type TextOut } from './lines.ts';
 import { readPlainLine, readTokens, IdArena, type InputRecord, type PlainLine } from './records.ts';
 import { detectShape, flatRollout } from './shapes.ts';
@@ -162,6 +163,16 @@ const GROUP_IDS = 1 << 18;
 export type OtherLine = (item: InputRecord) => void;
 
 /**
+ * Where MaskLines puts each rollout it masked instead of a JSONL line in `out` (Parquet rows): its id as read,
+ * the scan, and the span heads of the masker. Counts what it writes into the run's summary. A throw writes
+ * nothing for that rollout: the general path then masks it again and reports it.
+ */
+export type MaskedRow = (id: unknown, scanned: Scanned, heads: SpanHeads) => void;
+
+/** Stands for the id of a plain line, read from its JSON text only when rows want it. */
+const ID_AS_TEXT = Symbol('id as text');
+
+/**
  * Masks chunks of JSONL lines for `runRollouts` when the output is plain JSONL masks. `run` writes the output
  * of the lines it takes into `out`; before it hands a line to `other`, it flushes `out` through `drain`, so
  * the output stays in input order.
@@ -172,6 +183,8 @@ export class MaskLines {
   private starts = new Uint32Array(1025);
   private promptLengths = new Int32Array(1025);
   private idTexts: string[] = [];
+  /** The ids as read (ID_AS_TEXT: in idTexts only), for `row`. */
+  private ids: unknown[] = [];
   private readonly plain: PlainLine = { idText: '', promptLength: -1 };
   private mask = new Uint8Array(1 << 16);
   private count = 0;
@@ -181,7 +194,8 @@ export class MaskLines {
   private base = 0;
   private readonly each: (r: number, scanned: Scanned) => void;
 
-  constructor(pool: MaskerPool, readonly out: ByteOut, public summary: RunSummary) {
+  /** `row`: each masked rollout goes there instead of into `out` (which then stays empty). */
+  constructor(pool: MaskerPool, readonly out: ByteOut, public summary: RunSummary, private readonly row?: MaskedRow) {
     this.masker = pool.get({});
     this.heads = spanHeads(this.masker);
     this.each = (r, scanned) => {
@@ -234,6 +248,7 @@ export class MaskLines {
       const k = this.count;
       if (k + 1 >= this.starts.length) this.grow();
       this.idTexts[k] = this.plain.idText;
+      this.ids[k] = ID_AS_TEXT;
       this.items[k] = item;
       this.promptLengths[k] = this.plain.promptLength;
       this.starts[k] = before;
@@ -258,6 +273,7 @@ export class MaskLines {
       const k = this.count;
       if (k + 1 >= this.starts.length) this.grow();
       this.idTexts[k] = idJson(rollout.id);
+      this.ids[k] = rollout.id;
       this.items[k] = item;
       this.promptLengths[k] = rollout.promptLength;
       this.starts[k] = before;
@@ -292,7 +308,9 @@ export class MaskLines {
       try {
         this.masker.maskBatch(this.arena.ids, this.starts.subarray(from, count + 1), this.promptLengths.subarray(from, count), this.mask, this.each);
         break;
-      } catch {
+      } catch (error) {
+        // A failed write of the output (a row group going out) ends the run, as everywhere.
+        if (error instanceof OutputError || error instanceof OutputClosed) throw error;
         // The rollouts before the failed one are written; the failed one is the general path's to report
         // (the same masker refuses it there, with the line's number), and the rest are masked on.
         const failed = from + this.done;
@@ -310,7 +328,10 @@ export class MaskLines {
 
   /** The output line of rollout k, just masked. */
   private line(k: number, scanned: Scanned): void {
-    writeScannedLine(this.out, this.heads, this.idTexts[k], scanned, this.summary);
+    if (this.row) {
+      const id = this.ids[k];
+      this.row(id === ID_AS_TEXT ? JSON.parse(this.idTexts[k]) : id, scanned, this.heads);
+    } else writeScannedLine(this.out, this.heads, this.idTexts[k], scanned, this.summary);
   }
 }
 
@@ -320,9 +341,8 @@ export class MaskLines {
  * through the result's objects. Counted into `summary`.
  */
 export function writeScannedLine(out: ByteOut, heads: SpanHeads, idText: string, scanned: Scanned, summary: RunSummary): void {
-  const segments = scanned.segments;
   const n = scanned.tokens.length;
-  if (segments.records.length > 0 || segments.tagRanges.length > 0 || (!scanned.anyAction && n > 0)) {
+  if (scannedNeedsResult(scanned)) {
     // Diagnostics or attributes: the words and objects of mask(), written as always.
     const result: MaskResult = scanned.result();
     writeMaskLine(out, idText, result);
@@ -334,6 +354,27 @@ export function writeScannedLine(out: ByteOut, heads: SpanHeads, idText: string,
   out.bytes(MASK_KEY);
   out.maskBytes(scanned.mask, scanned.from, n);
   out.bytes(SPANS_KEY);
+  const actionTokens = writeSpans(out, heads, scanned);
+  out.bytes(LINE_END);
+  summary.rollouts++;
+  summary.tokens += n;
+  summary.actionTokens += actionTokens;
+}
+
+/** Whether a rollout just masked has something to say (a diagnostic, tag attributes): then only its result() says it. */
+export const scannedNeedsResult = (scanned: Scanned): boolean => {
+  const segments = scanned.segments;
+  return segments.records.length > 0 || segments.tagRanges.length > 0 || (!scanned.anyAction && scanned.tokens.length > 0);
+};
+
+/**
+ * The spans of a rollout `maskBatch` just masked, as JSON objects separated by commas (what JSON.stringify
+ * writes between the brackets of `mask()`'s spans, for a rollout without diagnostics or attributes); returns
+ * its action token count.
+ */
+export function writeSpans(out: ByteOut, heads: SpanHeads, scanned: Scanned): number {
+  const segments = scanned.segments;
+  const n = scanned.tokens.length;
   const { head, key, action } = heads;
   const { count, state } = segments;
   const starts = segments.starts;
@@ -353,8 +394,5 @@ export function writeScannedLine(out: ByteOut, heads: SpanHeads, idText: string,
     out.bytes(END_KEY);
   }
   if (open >= 0) { out.int(n); out.bytes(SPAN_LAST); }
-  out.bytes(LINE_END);
-  summary.rollouts++;
-  summary.tokens += n;
-  summary.actionTokens += actionTokens;
+  return actionTokens;
 }

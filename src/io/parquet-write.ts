@@ -190,6 +190,14 @@ const CHUNK_BYTES = 1 << 20;
 export class ParquetValueError extends Error {}
 
 /**
+ * A json column's value given as its JSON text, already UTF-8 (the batched mask path writes spans straight from the
+ * scan): written as these bytes, as the same value given as objects would be. `bytes` must not change afterwards.
+ */
+export class JsonBytes {
+  constructor(readonly bytes: Uint8Array) {}
+}
+
+/**
  * Parquet rows out. `declared` columns are written with each row group in their declared types; any other
  * field a row holds is inferred over all rows (see the header).
  */
@@ -204,6 +212,7 @@ export class ParquetRowWriter {
   /** Spill of inferred columns' values: an unlinked temporary file, gone however the process ends. */
   private spill?: { fd: number; at: number; groups: Array<Array<{ name: string; at: number; length: number }>> };
   private groups = 0;
+  private readonly scratch = new PageScratch();
 
   /** A writer with its library loaded (hyparquet-writer is loaded only when a Parquet file is written). */
   static async open(path: string, declared: DeclaredColumn[] = []): Promise<ParquetRowWriter> {
@@ -241,14 +250,22 @@ export class ParquetRowWriter {
   /** Add a row; throws ParquetValueError (nothing added) when a value does not fit its declared column. */
   write(row: Record<string, unknown>): void {
     const converted: Record<string, unknown> = {};
+    let values = 0;
     for (const [name, value] of Object.entries(row)) {
       if (value === null || value === undefined) continue;
       let column = this.byName.get(name);
       if (!column) column = this.addColumn({ name, inferred: true });
-      converted[name] = column.inferred ? value : checkDeclared(column, value);
+      if (value instanceof JsonBytes) {
+        if (column.kind !== 'json') throw new Error(`field "${name}" given as JSON text, for a column that is not json`);
+        converted[name] = value.bytes;
+        continue;
+      }
+      const cell = column.inferred ? value : checkDeclared(column, value);
+      converted[name] = cell;
+      if (isList(cell)) values += cell.length;
     }
     this.rows.push(converted);
-    for (const value of Object.values(converted)) if (isList(value)) this.values += value.length;
+    this.values += values;
     if (this.rows.length >= GROUP_ROWS || this.values >= GROUP_VALUES) this.flush();
   }
 
@@ -322,11 +339,11 @@ export class ParquetRowWriter {
       const leaf = path[path.length - 1];
       const simpleList = leafPath.length === 4 && path[2].repetition_type === 'REPEATED' && path[3].repetition_type !== 'REPEATED' && !leaf.num_children;
       const flat = leafPath.length === 2;
-      const pageData = simpleList ? listPageData(cells, path) : flat ? flatPageData(cells, leaf) : this.library.encodeNestedValues(forWriter(leafPath), cells);
-      if (simpleList && ArrayBuffer.isView(pageData.values)) {
-        out.push({ chunk: this.listChunk(path, pageData as ReturnType<typeof listPageData> & { values: Int32Array | Float32Array | Float64Array }) });
+      if (simpleList && (leaf.type === 'INT32' || leaf.type === 'FLOAT' || leaf.type === 'DOUBLE') && cells.every((cell) => isList(cell) && cell.length > 0)) {
+        out.push({ chunk: this.listChunk(path, cells as Array<ArrayLike<number>>, maxListDefinition(path)) });
         continue;
       }
+      const pageData = simpleList ? listPageData(cells, path) : flat ? flatPageData(cells, leaf) : this.library.encodeNestedValues(forWriter(leafPath), cells);
       // Values are handed over in their physical form already: no conversion (JSON text, unsigned) on the way.
       const element = { ...forWriter(leaf), converted_type: leaf.converted_type === 'JSON' || leaf.converted_type === 'UTF8' ? undefined : leaf.converted_type };
       const big = simpleList && !(leaf.type === 'BYTE_ARRAY');
@@ -341,39 +358,64 @@ export class ParquetRowWriter {
   }
 
   /**
-   * A list-of-numbers column chunk written here: DATA_PAGE_V2 pages of PLAIN values (the typed array's own bytes),
-   * run-length levels, SNAPPY, split at row starts every 2^18 values. hyparquet-writer's generic page writer
-   * checks and appends each value on its own: ~40 % of writing a rollout file.
+   * A list-of-numbers column chunk written here, straight from the cells (every cell a non-empty list, the leaf
+   * INT32, FLOAT or DOUBLE): DATA_PAGE_V2 pages of PLAIN values, each page ending at the first row start at or past
+   * 2^18 values, levels as RLE runs (the definition levels one run; repetition 0 at each row start, 1 after it),
+   * SNAPPY. hyparquet-writer's generic page writer checks and appends each value on its own (~40 % of writing a
+   * rollout file). A page's values and levels go through scratch memory reused page after page: building a whole
+   * group's values and level arrays anew touched fresh memory every group, which costs more here than the copying.
    */
-  private listChunk(path: SchemaElement[], data: { values: Int32Array | Float32Array | Float64Array; definitionLevels: Uint8Array; repetitionLevels: Uint8Array; maxDefinitionLevel: number }): ColumnChunk {
+  private listChunk(path: SchemaElement[], cells: Array<ArrayLike<number>>, maxDefinitionLevel: number): ColumnChunk {
     const writer = (this.writer as unknown as { writer: InstanceType<Library['ByteWriter']> & { offset: number } }).writer;
-    const { values, definitionLevels, repetitionLevels, maxDefinitionLevel } = data;
+    const type = path[3].type as 'INT32' | 'FLOAT' | 'DOUBLE';
+    const scratch = this.scratch;
     const start = writer.offset;
-    const total = values.length;
-    const bytesPer = values.BYTES_PER_ELEMENT;
+    const definitionBytes = (32 - Math.clz32(maxDefinitionLevel) + 7) >> 3;
+    let total = 0;
     let uncompressed = 0;
-    for (let from = 0; from < total;) {
-      let to = Math.min(total, from + PAGE_VALUES);
-      while (to < total && repetitionLevels[to] !== 0) to++;
-      let rows = 0;
-      for (let i = from; i < to; i++) if (repetitionLevels[i] === 0) rows++;
-      const repetition = rleLevels(repetitionLevels, from, to, 1);
-      const definition = rleLevels(definitionLevels, from, to, 32 - Math.clz32(maxDefinitionLevel));
-      const plain = new Uint8Array(values.buffer, values.byteOffset + from * bytesPer, (to - from) * bytesPer);
+    for (let row = 0; row < cells.length;) {
+      // The page's rows: each one that starts before PAGE_VALUES values.
+      let count = 0;
+      let end = row;
+      while (end < cells.length && count < PAGE_VALUES) count += cells[end++].length;
+      const values = scratch.values(type, count);
+      const levels = scratch.levels(12 * (end - row) + 16);
+      // Repetition levels: per row a 0, then n - 1 ones; equal neighbours are one run (rows of one value).
+      let used = 0;
+      let runValue = 0;
+      let runLength = 0;
+      const run = (value: number, length: number) => {
+        if (value === runValue) { runLength += length; return; }
+        if (runLength) used = rleRun(levels, used, runLength, runValue, 1);
+        runValue = value;
+        runLength = length;
+      };
+      let at = 0;
+      for (let r = row; r < end; r++) {
+        const cell = cells[r];
+        const n = cell.length;
+        values.set(cell, at);
+        at += n;
+        run(0, 1);
+        if (n > 1) run(1, n - 1);
+      }
+      used = rleRun(levels, used, runLength, runValue, 1);
+      const repetition = levels.subarray(0, used);
+      const definition = levels.subarray(used, rleRun(levels, used, count, maxDefinitionLevel, definitionBytes));
+      const plain = new Uint8Array(values.buffer, 0, count * values.BYTES_PER_ELEMENT);
       const compressed = this.library.snappyCompress(plain);
       const size = repetition.length + definition.length;
       this.library.writePageHeader(writer, {
         type: 'DATA_PAGE_V2', uncompressed_page_size: size + plain.length, compressed_page_size: size + compressed.length,
-        data_page_header_v2: { num_values: to - from, num_nulls: 0, num_rows: rows, encoding: 'PLAIN', definition_levels_byte_length: definition.length, repetition_levels_byte_length: repetition.length, is_compressed: true },
+        data_page_header_v2: { num_values: count, num_nulls: 0, num_rows: end - row, encoding: 'PLAIN', definition_levels_byte_length: definition.length, repetition_levels_byte_length: repetition.length, is_compressed: true },
       });
       writer.appendBytes(repetition);
       writer.appendBytes(definition);
       writer.appendBytes(compressed);
       uncompressed += size + plain.length;
-      from = to;
+      total += count;
+      row = end;
     }
-    // The leaf's physical type, which listPageData chose the typed array for.
-    const type = values instanceof Int32Array ? 'INT32' : values instanceof Float32Array ? 'FLOAT' : 'DOUBLE';
     return {
       file_offset: BigInt(start),
       meta_data: { type, encodings: ['PLAIN', 'RLE'], path_in_schema: path.slice(1).map((element) => element.name), codec: 'SNAPPY', num_values: BigInt(total), total_uncompressed_size: BigInt(uncompressed), total_compressed_size: BigInt(writer.offset - start), data_page_offset: BigInt(start) },
@@ -554,27 +596,28 @@ function flatPageData(cells: unknown[], leaf: SchemaElement): PageData {
 
 const encoder = new TextEncoder();
 
+/** The definition level of a present value in a list of numbers (optional list, repeated, element). */
+function maxListDefinition(path: SchemaElement[]): number {
+  return (path[1].repetition_type === 'OPTIONAL' ? 1 : 0) + 1 + (path[3].repetition_type === 'OPTIONAL' ? 1 : 0);
+}
+
 /**
- * Page data for a list of numbers (three levels: optional list, repeated, element), straight from the cells:
- * levels as typed arrays and, where no list is empty or null, the values as one typed array.
+ * Page data for a list of numbers (three levels: optional list, repeated, element) that listChunk does not write
+ * (a null or empty list among the cells, or INT64 or BOOLEAN values), for hyparquet-writer: levels as typed arrays.
  */
 function listPageData(cells: unknown[], path: SchemaElement[]) {
   const leaf = path[3];
   const listOptional = path[1].repetition_type === 'OPTIONAL';
-  const elementOptional = leaf.repetition_type === 'OPTIONAL';
-  const maxDefinitionLevel = (listOptional ? 1 : 0) + 1 + (elementOptional ? 1 : 0);
+  const maxDefinitionLevel = maxListDefinition(path);
   let total = 0;
-  let gaps = false;
   for (const cell of cells) {
     const n = isList(cell) ? cell.length : 0;
-    if (n === 0) { total++; gaps = true; } else total += n;
+    total += n === 0 ? 1 : n;
   }
   const definitionLevels = new Uint8Array(total);
   const repetitionLevels = new Uint8Array(total);
   const type = leaf.type;
-  const typed = !gaps && (type === 'INT32' || type === 'DOUBLE' || type === 'FLOAT');
-  const values: DecodedArray = typed ? (type === 'INT32' ? new Int32Array(total) : type === 'FLOAT' ? new Float32Array(total) : new Float64Array(total)) : new Array(total);
-  // Written through here: the typed arrays' element types differ, so DecodedArray's own index takes no writes.
+  const values: DecodedArray = new Array(total);
   const slots: { [i: number]: unknown } = values;
   let at = 0;
   for (const cell of cells) {
@@ -589,10 +632,7 @@ function listPageData(cells: unknown[], path: SchemaElement[]) {
     definitionLevels.fill(maxDefinitionLevel, at, at + n);
     repetitionLevels[at] = 0;
     repetitionLevels.fill(1, at + 1, at + n);
-    if (typed) {
-      (values as Int32Array).set(cell as ArrayLike<number>, at);
-      at += n;
-    } else if (type === 'INT64') {
+    if (type === 'INT64') {
       for (let i = 0; i < n; i++) { const item = cell[i]; slots[at++] = typeof item === 'bigint' ? item : BigInt(item as number); }
     } else if (type === 'BOOLEAN') {
       for (let i = 0; i < n; i++) { const item = cell[i]; slots[at++] = typeof item === 'boolean' ? item : item === 1; }
@@ -606,19 +646,31 @@ function listPageData(cells: unknown[], path: SchemaElement[]) {
 /** Values per page of the list columns written here. */
 const PAGE_VALUES = 1 << 18;
 
-/** Levels [from, to) in the RLE / bit-packed hybrid, as runs only (levels come in long runs: one per row at most). */
-function rleLevels(levels: Uint8Array, from: number, to: number, width: number): Uint8Array {
-  const out: number[] = [];
-  const valueBytes = (width + 7) >> 3;
-  for (let i = from; i < to;) {
-    const value = levels[i];
-    let end = i + 1;
-    while (end < to && levels[end] === value) end++;
-    let header = (end - i) * 2;
-    while (header >= 0x80) { out.push((header & 0x7f) | 0x80); header = Math.floor(header / 0x80); }
-    out.push(header);
-    for (let b = 0; b < valueBytes; b++) out.push((value >> (8 * b)) & 0xff);
-    i = end;
+/**
+ * One run of the RLE / bit-packed hybrid into `out` at `at`: `length` values equal to `value`, the value in
+ * `valueBytes` bytes; returns the end.
+ */
+function rleRun(out: Uint8Array, at: number, length: number, value: number, valueBytes: number): number {
+  let header = length * 2;
+  while (header >= 0x80) { out[at++] = (header & 0x7f) | 0x80; header = Math.floor(header / 0x80); }
+  out[at++] = header;
+  for (let b = 0; b < valueBytes; b++) out[at++] = (value >> (8 * b)) & 0xff;
+  return at;
+}
+
+/** Memory reused page after page for listChunk's values and levels, grown as needed. */
+class PageScratch {
+  private buffer = new ArrayBuffer(0);
+  private bytes = new Uint8Array(0);
+
+  values(type: 'INT32' | 'FLOAT' | 'DOUBLE', count: number): Int32Array | Float32Array | Float64Array {
+    const size = count * (type === 'DOUBLE' ? 8 : 4);
+    if (this.buffer.byteLength < size) this.buffer = new ArrayBuffer(Math.max(size, 2 * this.buffer.byteLength));
+    return type === 'INT32' ? new Int32Array(this.buffer, 0, count) : type === 'FLOAT' ? new Float32Array(this.buffer, 0, count) : new Float64Array(this.buffer, 0, count);
   }
-  return new Uint8Array(out);
+
+  levels(size: number): Uint8Array {
+    if (this.bytes.length < size) this.bytes = new Uint8Array(Math.max(size, 2 * this.bytes.length));
+    return this.bytes;
+  }
 }

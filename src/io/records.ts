@@ -7,6 +7,7 @@ import { errorMessage, idOf } from './lines.ts';
 import { readJsonlBatches, readJsonlGz } from './jsonl.ts';
 import { isObject, MAX_TOKEN_ID, mayHoldBigInteger, parseJsonExact } from './json.ts';
 import { readParquetRows } from './parquet.ts';
+import { idRun, readIdRun } from './id-run.ts';
 import { fileFormat } from './format.ts';
 import { detectShape, flatRollout, readShaped, ShapeError, type ShapedLine, type ShapeName, type ShapeSpec } from './shapes.ts';
 
@@ -203,6 +204,15 @@ function readIds(bytes: Buffer, at: number, arena: IdArena): number {
   let c = bytes[at] | 0;
   while (isSpace(c)) c = bytes[++at] | 0;
   if (c === 0x5d) return at;
+  // The plain run of ids, eight bytes at a time (id-run.ts); this loop reads what it leaves from the id it
+  // stopped at (after a comma it has read, so spaces may come first, and `]` may not).
+  readIdRun(bytes, at, ids, count);
+  if (idRun.count > count) {
+    at = idRun.at;
+    count = idRun.count;
+    c = bytes[at] | 0;
+    while (isSpace(c)) c = bytes[++at] | 0;
+  }
   for (;;) {
     let digit = c - 0x30;
     if (digit >>> 0 > 9) return -1;

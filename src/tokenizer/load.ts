@@ -16,7 +16,7 @@
  * table), and rendering a chat template needs only the config.
  */
 import { isUtf8 } from 'node:buffer';
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
@@ -27,8 +27,9 @@ import type { Template } from '@huggingface/jinja';
 import { PACKAGE_ROOT } from '../paths.ts';
 import { JsonlWriter } from '../io/jsonl.ts';
 import { bytesOf, readCacheFile, writeCacheFile } from './cache-file.ts';
-import { buildByteTable, byteTableFromVocabBytes, type ByteTable, type PieceEncoding, type TokenizerJson } from './table.ts';
+import { buildByteTable, byteTableFromVocab, readVocabObject, type ByteTable, type PieceEncoding, type TokenizerJson } from './table.ts';
 import { encoderFor, type ByteLevelEncoder } from './encoder.ts';
+import { readSourceBytes, readWhole, type SourceBytes } from './source-bytes.ts';
 import { isTiktokenPath, TIKTOKEN_FILE, tiktokenTokenizerJson } from './tiktoken.ts';
 
 export interface EncodeOptions {
@@ -439,8 +440,8 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
   const stats = cacheDir ? sourceStats(path) : undefined;
   const digestFile = cacheDir && join(cacheDir, `digest-${createHash('sha256').update(path).digest('hex').slice(0, 32)}.json`);
   const remembered = stats && digestFile ? rememberedDigest(digestFile, path, stats) : undefined;
-  let bytes: Buffer | undefined = cacheDir && !remembered ? readFileSync(path) : undefined;
-  const source = remembered ?? (cacheDir ? sourceDigest(path, bytes) : '');
+  let read = cacheDir && !remembered ? readSource(path, true) : undefined;
+  const source = remembered ?? (cacheDir ? sourceDigest(path, read?.hash) : '');
   const cacheFile = cacheDir && join(cacheDir, `${source.slice(0, 40)}.bin`);
 
   let parsed: TokenizerJson | undefined;
@@ -458,7 +459,7 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
 
   // The cache is used only if it was built from these very bytes, is itself intact, and is the user's own.
   let table = cacheFile ? readCachedTable(cacheFile, source) : undefined;
-  if (table) bytes = undefined;
+  if (table) read = undefined;
   else {
     // Only the table: the engine (encode, chat templates) is built where it is used, as on a warm cache.
     const started = Date.now();
@@ -467,13 +468,16 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
     try {
       say?.(`${path}: reading the vocabulary and building the byte table …`, true);
       // Straight from the bytes where that is certain to give the same table, else from the parsed file.
-      if (!isTiktokenPath(path)) table = tableFromBytes(bytes ??= readFileSync(path));
+      if (!isTiktokenPath(path)) {
+        read ??= readSource(path, false);
+        table = read.utf8 ? tableFromBytes(read.bytes) : undefined;
+      }
       if (!table) {
-        const json = isTiktokenPath(path) ? parse() : (parseWithoutMerges(bytes ?? readFileSync(path)) ?? parse());
-        bytes = undefined;
+        const json = isTiktokenPath(path) ? parse() : (parseWithoutMerges(read!.bytes) ?? parse());
+        read = undefined;
         table = buildByteTable(json);
       }
-      bytes = undefined;
+      read = undefined;
     } catch (error) {
       const message = (error as Error).message;
       throw new Error(message.startsWith(path) ? message : `${path}: ${message}`);
@@ -485,16 +489,28 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
   return loaded(path, table, parse, cacheDir ? source : undefined);
 }
 
+/**
+ * tokenizer.json's bytes, hashed as they are read where `hashing`, with the contents of its merges left out where
+ * that is certain (source-bytes.ts: read in pieces, most of a large file never kept). Those merges must be the
+ * file's only ones, as parseWithoutMerges and tableFromBytes require of the whole file (no key can hide in what
+ * was left out, so a second one is still there to see): else the whole file. Either way parseWithoutMerges and
+ * tableFromBytes give what they give on the whole file (test/unit/source-bytes.test.ts).
+ */
+function readSource(path: string, hashing: boolean): SourceBytes & { hash?: Hash } {
+  if (isTiktokenPath(path)) return readWhole(path, hashing);
+  const read = readSourceBytes(path, hashing);
+  return read.mergesLeftOut && !valueRange(read.bytes, MERGES_KEY, 0x5b) ? readWhole(path, hashing) : read;
+}
+
 const MERGES_KEY = Buffer.from('"merges"');
 const VOCAB_KEY = Buffer.from('"vocab"');
 
 /**
- * Where the one value of `key` that opens with `open` (`[`, `{`) starts and ends ([start, end] at its brackets),
- * found only where certain: exactly one such key followed by that bracket (a vocabulary entry named "merges" or
- * "vocab" is followed by its id), its end found past strings and nested brackets. Undefined otherwise.
+ * Where the one value of `key` that opens with `open` (`[`, `{`) starts (its bracket), found only where certain:
+ * exactly one such key followed by that bracket (a vocabulary entry named "merges" or "vocab" is followed by its
+ * id). -1 otherwise.
  */
-function valueRange(bytes: Buffer, key: Buffer, open: number): [number, number] | undefined {
-  const close = open + 2; // `[` → `]`, `{` → `}`
+function valueStart(bytes: Buffer, key: Buffer, open: number): number {
   let start = -1;
   for (let at = bytes.indexOf(key); at >= 0; at = bytes.indexOf(key, at + key.length)) {
     let k = at + key.length;
@@ -502,9 +518,16 @@ function valueRange(bytes: Buffer, key: Buffer, open: number): [number, number] 
     if (bytes[k++] !== 0x3a) continue;
     while (bytes[k] === 32 || bytes[k] === 10 || bytes[k] === 13 || bytes[k] === 9) k++;
     if (bytes[k] !== open) continue;
-    if (start >= 0) return undefined;
+    if (start >= 0) return -1;
     start = k;
   }
+  return start;
+}
+
+/** valueStart and the value's end: [start, end] at its brackets, the end found past strings and nested brackets. */
+function valueRange(bytes: Buffer, key: Buffer, open: number): [number, number] | undefined {
+  const close = open + 2; // `[` → `]`, `{` → `}`
+  const start = valueStart(bytes, key, open);
   if (start < 0) return undefined;
   let depth = 0;
   for (let k = start; k < bytes.length; k++) {
@@ -538,15 +561,18 @@ const VOCAB_STAND_IN = '{"":-1}';
 
 /**
  * The byte table straight from tokenizer.json's bytes (issue 21 goal 5): the file parsed without `model.merges`
- * and without `model.vocab`, whose object is read from the bytes (byteTableFromVocabBytes). Undefined wherever
+ * and without `model.vocab`, whose object is read from the bytes (readVocabObject, byteTableFromVocab). Undefined wherever
  * that is not certain to give what JSON.parse of the whole file gives (not UTF-8, the vocabulary not found as one
  * object, the parsed rest not holding the stand-in at model.vocab, an unusual vocabulary): the caller then
  * parses. Byte tables are identical either way (test/unit/table-bytes.test.ts, all bundled tokenizers).
  */
 export function tableFromBytes(bytes: Buffer): ByteTable | undefined {
   if (!isUtf8(bytes)) return undefined;
-  const vocab = valueRange(bytes, VOCAB_KEY, 0x7b);
-  if (!vocab) return undefined;
+  // The vocabulary's entries, read once: its end is where they end.
+  const open = valueStart(bytes, VOCAB_KEY, 0x7b);
+  const entries = open >= 0 ? readVocabObject(bytes, open) : undefined;
+  if (!entries) return undefined;
+  const vocab: [number, number] = [open, entries.close];
   const merges = valueRange(bytes, MERGES_KEY, 0x5b);
   // The two cuts in file order; merges are left in where they are not found for certain (or overlap the vocabulary).
   const cuts: Array<{ range: [number, number]; with: string }> = [{ range: vocab, with: VOCAB_STAND_IN }];
@@ -568,7 +594,7 @@ export function tableFromBytes(bytes: Buffer): ByteTable | undefined {
   const standIn = json?.model?.vocab as unknown;
   if (!standIn || typeof standIn !== 'object' || Array.isArray(standIn) || JSON.stringify(standIn) !== VOCAB_STAND_IN) return undefined;
   try {
-    return byteTableFromVocabBytes(json, { bytes, open: vocab[0], close: vocab[1] });
+    return byteTableFromVocab(json, entries);
   } catch {
     // An error about the file (added_tokens, a sparse table) is the whole-file path's to say, in its words.
     return undefined;
@@ -650,8 +676,7 @@ async function buildTransformersTokenizer(json: TokenizerJson, config: Record<st
  * SHA-256 of what a table is built from: tokenizer.json and, if present, tokenizer_config.json; for a tiktoken
  * file also whether Kimi's tokenizer code stands beside it (it adds the reserved special tokens).
  */
-function sourceDigest(path: string, bytes: Buffer = readFileSync(path)): string {
-  const hash = createHash('sha256').update(bytes);
+function sourceDigest(path: string, hash: Hash = createHash('sha256').update(readFileSync(path))): string {
   const config = join(dirname(path), 'tokenizer_config.json');
   hash.update(existsSync(config) ? Buffer.concat([Buffer.from([0]), readFileSync(config)]) : '-');
   if (isTiktokenPath(path)) hash.update(existsSync(join(dirname(path), 'tokenization_kimi.py')) ? 'kimi-code' : '-');

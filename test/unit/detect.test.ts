@@ -8,7 +8,9 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { loadGrammar, loadTokenizer, Masker } from '../../src/index.ts';
+import { bundledGrammarNames, loadGrammar, loadTokenizer, Masker } from '../../src/index.ts';
+import { declaredLiterals } from '../../src/grammar/check.ts';
+import { buildScanView } from '../../src/tokenizer/special.ts';
 import { llama3Example, qwen3Example, type Message } from '../fixtures/tinker-renderers.ts';
 import { detectGrammar, detectionSentence, formatDetection, grammarLiterals, type DetectRollout } from '../../src/detect.ts';
 
@@ -41,6 +43,31 @@ describe('detect on the bundled sample suites', () => {
     expect(detection.verdict, formatDetection(detection)).toBe(suite.grammar);
     expect(detectionSentence(detection)).toContain(`grammar ${suite.grammar} fits`);
   }, 60_000);
+});
+
+describe('detect binds every grammar to one scan view', () => {
+  // detect rewrites the vocabulary once, with a byte for each special token any bundled grammar names, instead of
+  // once per grammar's own set: which byte stands for which token is a renaming, so every grammar must mask every
+  // suite's rollouts (its own protocol or not: detect masks them all) exactly as with its own view.
+  const grammars = bundledGrammarNames().map((name) => ({ name, grammar: loadGrammar(name) }));
+  const literals = grammars.flatMap(({ grammar }) => declaredLiterals(grammar.grammar).map((item) => item.literal));
+  const all = suites();
+  it.each(all.map((suite) => [suite.folder, suite] as const))('%s: the same masks, spans and diagnostics', async (_folder, suite) => {
+    const { table } = await loadTokenizer(suite.tokenizer);
+    const shared = buildScanView(table, literals);
+    for (const { name, grammar } of grammars) {
+      const own = new Masker(grammar, table);
+      const one = new Masker(grammar, table, {}, shared);
+      for (const rollout of suite.rollouts) {
+        for (const promptLength of [rollout.promptLength, undefined]) {
+          const outcome = (masker: Masker) => {
+            try { return masker.mask(rollout.tokens, { promptLength }); } catch (error) { return { thrown: String(error) }; }
+          };
+          expect(outcome(one), `${name} on ${suite.folder}`).toEqual(outcome(own));
+        }
+      }
+    }
+  });
 });
 
 describe('detect says what it cannot tell', () => {

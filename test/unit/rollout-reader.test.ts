@@ -8,6 +8,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { IdArena, readPlainLine, readRecord, type PlainLine } from '../../src/io/records.ts';
+import { useIdRun } from '../../src/io/id-run.ts';
 import { idJson } from '../../src/io/lines.ts';
 import { readShaped, type ShapedLine } from '../../src/io/shapes.ts';
 
@@ -179,5 +180,125 @@ describe('readPlainLine and the plain reader', () => {
       if (agrees(text)) taken++;
     }), { numRuns: 4000 });
     expect(taken).toBeGreaterThan(200);
+  });
+});
+
+/**
+ * The plain run of ids (src/io/id-run.ts: `123,45,6789,` read eight bytes at a time in WebAssembly) stops before
+ * anything unusual and leaves it to the byte loop. Long arrays written every way JSON allows, then mutated inside
+ * the array (a sign, a fraction, an exponent, a leading zero, other spacing, a byte that is no digit, a cut), must
+ * read as JSON.parse reads them, the same with the run and without it (`useIdRun(false)`: the byte loop alone).
+ */
+describe('the plain run of ids and JSON.parse', () => {
+  const withRun = <T>(on: boolean, read: () => T): T => {
+    useIdRun(on);
+    try {
+      return read();
+    } finally {
+      useIdRun(true);
+    }
+  };
+  const plainIds = (text: string) => {
+    const arena = new IdArena();
+    const into: PlainLine = { idText: '', promptLength: -2 };
+    return readPlainLine(Buffer.from(text, 'utf8'), arena, into) ? { ids: Array.from(arena.ids.subarray(0, arena.used)), promptLength: into.promptLength } : undefined;
+  };
+  /** Every reader on `text`, with the run and without: all must agree with JSON.parse. */
+  const check = (text: string) => {
+    const slow = outcome(() => plain(text));
+    const fast = withRun(true, () => outcome(() => readRecord({ number: 1, bytes: Buffer.from(text, 'utf8') }, undefined, false).line));
+    const loop = withRun(false, () => outcome(() => readRecord({ number: 1, bytes: Buffer.from(text, 'utf8') }, undefined, false).line));
+    expect(fast, text).toEqual(slow);
+    expect(loop, text).toEqual(slow);
+    const quick = withRun(true, () => plainIds(text));
+    expect(quick, text).toEqual(withRun(false, () => plainIds(text)));
+    if (quick) {
+      expect(slow.ok, text).toBe(true);
+      expect(quick.ids, text).toEqual((JSON.parse(text) as { tokens: number[] }).tokens);
+    }
+    return slow;
+  };
+
+  // Ids of every length the run reads (1-7 digits) and past it (8-10 digits; past 2^32 - 1 is an edit below).
+  const id = fc.oneof(
+    { arbitrary: fc.nat(9), weight: 2 }, { arbitrary: fc.nat(999), weight: 4 }, { arbitrary: fc.nat(200_000), weight: 4 },
+    { arbitrary: fc.nat(9_999_999), weight: 1 }, { arbitrary: fc.constantFrom(0, 9999999, 10000000, 12345678, 99999999, 4294967295), weight: 1 },
+  );
+  const separator = fc.constantFrom(',', ', ', ',', ', ', ' ,', ',  ', ',\t', ',\n', ' , ');
+  const array = fc.tuple(fc.array(id, { maxLength: 300 }), fc.array(separator, { minLength: 1, maxLength: 4 }), fc.nat()).map(([ids, separators, pick]) => {
+    // Mostly one spacing for the whole array (as writers do), sometimes mixed.
+    const mixed = pick % 4 === 0;
+    return ids.map((value, i) => (i === 0 ? '' : mixed ? separators[(pick + i) % separators.length] : separators[0]) + value).join('');
+  });
+  const arrayEdit = fc.oneof(
+    fc.tuple(fc.nat(), fc.constantFrom('-', '.', '.5', 'e3', 'E+1', '0', '00', ' ', '\t', '\r\n', ',', ']', '[', '"', 'é', '\u0000', 'x', '9', '1', '/', ':', '4294967296', ',4294967296')).map(([at, insert]) => (text: string) => {
+      const i = at % (text.length + 1);
+      return text.slice(0, i) + insert + text.slice(i);
+    }),
+    fc.nat().map((at) => (text: string) => {
+      const i = at % Math.max(1, text.length);
+      return text.slice(0, i) + text.slice(i + 1);
+    }),
+    // A leading zero before some id.
+    fc.nat().map((at) => (text: string) => {
+      const starts = [...text.matchAll(/(?<![\d.eE+-])\d/g)].map((m) => m.index!);
+      if (starts.length === 0) return text;
+      const i = starts[at % starts.length];
+      return `${text.slice(0, i)}0${text.slice(i)}`;
+    }),
+  );
+  const spaced = fc.constantFrom(['', ''], [' ', ' ']);
+  const longLine = fc.tuple(fc.oneof(fc.string({ maxLength: 8 }), fc.nat()), array, fc.array(arrayEdit, { maxLength: 2 }), spaced, fc.option(fc.nat(20)), fc.constantFrom('', ']', ']}', '] ', ']}x')).map(
+    ([name, ids, edits, [afterColon, afterComma], promptLength, end]) => {
+      const body = edits.reduce((t, edit) => edit(t), ids);
+      const tail = promptLength === null ? '' : `,${afterComma}"prompt_length":${afterColon}${promptLength}`;
+      // Mostly whole lines; sometimes the array is left open or the line cut after it.
+      return end === '' || end === ']}' ? `{"id":${afterColon}${JSON.stringify(name)},${afterComma}"tokens":${afterColon}[${body}]${tail}}` : `{"id":${JSON.stringify(name)},"tokens":[${body}${end}`;
+    },
+  );
+
+  it('reads long arrays written and mutated every way as JSON.parse does, with the run and without', () => {
+    let read = 0;
+    fc.assert(fc.property(longLine, (text) => {
+      if (check(text).ok) read++;
+    }), { numRuns: 1500 });
+    expect(read).toBeGreaterThan(100);
+  });
+
+  it('leading zeros, signs, fractions, exponents, long ids and odd spacing deep inside a long array', () => {
+    const head = Array.from({ length: 40 }, (_, i) => (i * 7919) % 151_669).join(',');
+    const cases: Array<[string, 'reject' | number[]]> = [
+      ['0123', 'reject'], ['00', 'reject'], ['-5', 'reject'], ['-0', [-0]], ['1.5', 'reject'], ['1.0', [1]], ['1e3', [1000]], ['1E+3', [1000]], ['15e-1', 'reject'],
+      ['9999999', [9999999]], ['12345678', [12345678]], ['4294967295', [4294967295]], ['4294967296', 'reject'], ['99999999999', 'reject'],
+      ['0', [0]], ['0,0', [0, 0]], ['1 ,2', [1, 2]], ['1,\t2', [1, 2]], ['1,  2', [1, 2]], ['1,\n2', [1, 2]], ['1 , 2', [1, 2]],
+      ['1,,2', 'reject'], ['1,', 'reject'], ['1, ', 'reject'], ['1,2,', 'reject'], ['é', 'reject'], ['1a', 'reject'], ['"1"', 'reject'], ['1/2', 'reject'],
+    ];
+    for (const [spacing, join] of [[',', ','], [', ', ', ']] as const) {
+      const before = head.replaceAll(',', join);
+      for (const [middle, expected] of cases) {
+        for (const after of ['', `${spacing}${head.replaceAll(',', join)}`]) {
+          const text = `{"id":"deep","tokens":[${before}${spacing}${middle}${after}]}`;
+          const slow = check(text);
+          if (expected === 'reject') expect(slow.ok, text).toBe(false);
+          else expect(slow.ok && (slow.value as { rollouts: Array<{ tokens: number[] }> }).rollouts[0].tokens.slice(40, 40 + expected.length), text).toEqual(expected);
+        }
+      }
+    }
+  });
+
+  it('a line longer than the run\'s window (32 KiB) is read whole, with an odd byte anywhere near the windows\' edges', () => {
+    const ids = Array.from({ length: 20_000 }, (_, i) => (i * 104_729) % 151_669);
+    const array = ids.join(',');
+    const start = '{"id":"long","tokens":['.length;
+    const text = `{"id":"long","tokens":[${array}]}`;
+    expect(check(text).ok).toBe(true);
+    for (const edge of [32_768, 65_536]) {
+      for (let at = edge - 10; at <= edge + 10; at++) {
+        for (const insert of edge === 32_768 ? [' ', '-', '0'] : ['x']) {
+          const i = start + at;
+          check(text.slice(0, i) + insert + text.slice(i));
+        }
+      }
+    }
   });
 });
