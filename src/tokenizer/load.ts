@@ -27,7 +27,7 @@ import type { Template } from '@huggingface/jinja';
 import { PACKAGE_ROOT } from '../paths.ts';
 import { JsonlWriter } from '../io/jsonl.ts';
 import { bytesOf, readCacheFile, writeCacheFile } from './cache-file.ts';
-import { buildByteTable, byteTableFromVocabBytes, type ByteTable, type PieceEncoding, type TokenizerJson } from './table.ts';
+import { buildByteTable, byteTableFromVocab, readVocabObject, type ByteTable, type PieceEncoding, type TokenizerJson } from './table.ts';
 import { encoderFor, type ByteLevelEncoder } from './encoder.ts';
 import { readSourceBytes, readWhole, type SourceBytes } from './source-bytes.ts';
 import { isTiktokenPath, TIKTOKEN_FILE, tiktokenTokenizerJson } from './tiktoken.ts';
@@ -479,12 +479,11 @@ const MERGES_KEY = Buffer.from('"merges"');
 const VOCAB_KEY = Buffer.from('"vocab"');
 
 /**
- * Where the one value of `key` that opens with `open` (`[`, `{`) starts and ends ([start, end] at its brackets),
- * found only where certain: exactly one such key followed by that bracket (a vocabulary entry named "merges" or
- * "vocab" is followed by its id), its end found past strings and nested brackets. Undefined otherwise.
+ * Where the one value of `key` that opens with `open` (`[`, `{`) starts (its bracket), found only where certain:
+ * exactly one such key followed by that bracket (a vocabulary entry named "merges" or "vocab" is followed by its
+ * id). -1 otherwise.
  */
-function valueRange(bytes: Buffer, key: Buffer, open: number): [number, number] | undefined {
-  const close = open + 2; // `[` → `]`, `{` → `}`
+function valueStart(bytes: Buffer, key: Buffer, open: number): number {
   let start = -1;
   for (let at = bytes.indexOf(key); at >= 0; at = bytes.indexOf(key, at + key.length)) {
     let k = at + key.length;
@@ -492,9 +491,16 @@ function valueRange(bytes: Buffer, key: Buffer, open: number): [number, number] 
     if (bytes[k++] !== 0x3a) continue;
     while (bytes[k] === 32 || bytes[k] === 10 || bytes[k] === 13 || bytes[k] === 9) k++;
     if (bytes[k] !== open) continue;
-    if (start >= 0) return undefined;
+    if (start >= 0) return -1;
     start = k;
   }
+  return start;
+}
+
+/** valueStart and the value's end: [start, end] at its brackets, the end found past strings and nested brackets. */
+function valueRange(bytes: Buffer, key: Buffer, open: number): [number, number] | undefined {
+  const close = open + 2; // `[` → `]`, `{` → `}`
+  const start = valueStart(bytes, key, open);
   if (start < 0) return undefined;
   let depth = 0;
   for (let k = start; k < bytes.length; k++) {
@@ -528,15 +534,18 @@ const VOCAB_STAND_IN = '{"":-1}';
 
 /**
  * The byte table straight from tokenizer.json's bytes (issue 21 goal 5): the file parsed without `model.merges`
- * and without `model.vocab`, whose object is read from the bytes (byteTableFromVocabBytes). Undefined wherever
+ * and without `model.vocab`, whose object is read from the bytes (readVocabObject, byteTableFromVocab). Undefined wherever
  * that is not certain to give what JSON.parse of the whole file gives (not UTF-8, the vocabulary not found as one
  * object, the parsed rest not holding the stand-in at model.vocab, an unusual vocabulary): the caller then
  * parses. Byte tables are identical either way (test/unit/table-bytes.test.ts, all bundled tokenizers).
  */
 export function tableFromBytes(bytes: Buffer): ByteTable | undefined {
   if (!isUtf8(bytes)) return undefined;
-  const vocab = valueRange(bytes, VOCAB_KEY, 0x7b);
-  if (!vocab) return undefined;
+  // The vocabulary's entries, read once: its end is where they end.
+  const open = valueStart(bytes, VOCAB_KEY, 0x7b);
+  const entries = open >= 0 ? readVocabObject(bytes, open) : undefined;
+  if (!entries) return undefined;
+  const vocab: [number, number] = [open, entries.close];
   const merges = valueRange(bytes, MERGES_KEY, 0x5b);
   // The two cuts in file order; merges are left in where they are not found for certain (or overlap the vocabulary).
   const cuts: Array<{ range: [number, number]; with: string }> = [{ range: vocab, with: VOCAB_STAND_IN }];
@@ -558,7 +567,7 @@ export function tableFromBytes(bytes: Buffer): ByteTable | undefined {
   const standIn = json?.model?.vocab as unknown;
   if (!standIn || typeof standIn !== 'object' || Array.isArray(standIn) || JSON.stringify(standIn) !== VOCAB_STAND_IN) return undefined;
   try {
-    return byteTableFromVocabBytes(json, { bytes, open: vocab[0], close: vocab[1] });
+    return byteTableFromVocab(json, entries);
   } catch {
     // An error about the file (added_tokens, a sparse table) is the whole-file path's to say, in its words.
     return undefined;

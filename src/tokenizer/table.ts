@@ -206,54 +206,65 @@ export function textOf(table: ByteTable, ids: ArrayLike<number>, start = 0, end 
   return new TextDecoder().decode(bytes);
 }
 
-/** Where a vocabulary object `{"piece": id, …}` lies in tokenizer.json's bytes: `open` at its `{`, `close` at its `}`. */
-export interface VocabBytes { bytes: Uint8Array; open: number; close: number }
+/**
+ * The entries of a vocabulary object `{"piece": id, …}` in tokenizer.json's bytes, in file order (readVocabObject):
+ * each key's contents (between its quotes) and its id.
+ */
+export interface VocabEntries {
+  bytes: Uint8Array;
+  /** The object's `{` and `}`. */
+  open: number;
+  close: number;
+  count: number;
+  ids: Int32Array;
+  /** Entry k's key is bytes [keyStarts[k], keyEnds[k]). */
+  keyStarts: Int32Array;
+  keyEnds: Int32Array;
+  /** The entries whose key has a backslash (rare: read with JSON.parse), ascending. */
+  escaped: number[];
+  /** Are the ids 0, 1, 2, … in file order? (Tokenizers write them so: the pieces are then in id order as written.) */
+  ordered: boolean;
+}
 
 const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 
 /**
- * The byte table of a tokenizer.json whose `model.vocab` object was left out of `json` and is read here straight
- * from the file's bytes: no string or property per piece (JSON.parse of a 200,000-key object and Object.entries
- * of it were most of a cold start). The bytes must be valid UTF-8 (the caller checks). Undefined wherever the
- * result could differ from `buildByteTable` on the whole file, which the caller then uses: an id that is not a
- * plain integer up to MAX_ID, two pieces with one id, the same piece twice (JSON.parse keeps the last),
- * anything that is not a flat object of strings to numbers.
+ * The vocabulary object whose `{` is at `open`, read in one pass: no string or property per piece (JSON.parse of a
+ * 200,000-key object and Object.entries of it were most of a cold start). Undefined wherever it is not a flat
+ * object of strings to plain integers up to MAX_ID, written as JSON writes it (a sign, fraction, exponent or
+ * leading zero, a raw control character in a key, a trailing comma): the whole-file path then says what it says.
  */
-export function byteTableFromVocabBytes(json: TokenizerJson, vocab: VocabBytes): ByteTable | undefined {
-  checkJson(json);
-  const encoding = pieceEncodingOf(json);
-  const added = addedTokens(json);
-  const { bytes, open, close } = vocab;
-  if (bytes[open] !== 0x7b || bytes[close] !== 0x7d) return undefined;
-  const decoder = encoding === 'byte-level' ? byteLevelDecoder() : undefined;
-  // Per piece in file order: its id, and where its bytes are in `scratch`.
-  // Sized for the vocabulary at hand (entries run ~15-25 bytes; more than 12 apiece is rare): growing costs more than sizing.
-  const estimate = Math.max(1024, Math.ceil((close - open) / 12));
+export function readVocabObject(bytes: Uint8Array, open: number): VocabEntries | undefined {
+  if (bytes[open] !== 0x7b) return undefined;
+  // Sized for the bytes at hand (entries run ~15-25 bytes; fewer than 12 apiece is rare): growing costs more than sizing.
+  const estimate = Math.max(1024, Math.ceil((bytes.length - open) / 12));
   let ids: Int32Array = new Int32Array(estimate);
-  let starts: Int32Array = new Int32Array(estimate);
+  let keyStarts: Int32Array = new Int32Array(estimate);
+  let keyEnds: Int32Array = new Int32Array(estimate);
+  const escaped: number[] = [];
+  let ordered = true;
   let count = 0;
-  let scratch: Uint8Array = new Uint8Array(close - open + 1024);
-  let used = 0;
-  const seen = new PieceSet(bytes, estimate);
+  const end = bytes.length;
   let at = open + 1;
   while (isSpace(bytes[at])) at++;
-  if (at !== close) for (;;) {
+  if (bytes[at] === 0x7d) return { bytes, open, close: at, count, ids, keyStarts, keyEnds, escaped, ordered };
+  for (;;) {
     if (bytes[at] !== 0x22) return undefined;
     const keyStart = at + 1;
-    let escaped = false;
+    let backslash = false;
     let control = false;
-    for (at = keyStart; at < close && bytes[at] !== 0x22; at++) {
-      if (bytes[at] === 0x5c) { escaped = true; at++; } else if (bytes[at] < 0x20) control = true;
+    for (at = keyStart; at < end && bytes[at] !== 0x22; at++) {
+      if (bytes[at] === 0x5c) { backslash = true; at++; } else if (bytes[at] < 0x20) control = true;
     }
     // A raw control character is not JSON: the whole-file path says so.
-    if (at >= close || control) return undefined;
+    if (at >= end || control) return undefined;
     const keyEnd = at++;
     while (isSpace(bytes[at])) at++;
     if (bytes[at++] !== 0x3a) return undefined;
     while (isSpace(bytes[at])) at++;
     // A plain integer (JSON has no leading zeros; a sign, fraction or exponent is left to the whole-file path).
     let c = bytes[at];
-    if (c < 0x30 || c > 0x39) return undefined;
+    if (!(c >= 0x30 && c <= 0x39)) return undefined;
     let id = c - 0x30;
     c = bytes[++at];
     if (id === 0 && c >= 0x30 && c <= 0x39) return undefined;
@@ -265,33 +276,65 @@ export function byteTableFromVocabBytes(json: TokenizerJson, vocab: VocabBytes):
     while (isSpace(bytes[at])) at++;
     const next = bytes[at];
     if (next !== 0x2c && next !== 0x7d) return undefined;
-    // The piece's bytes into scratch.
-    if (count === ids.length) { ids = grown(ids); starts = grown(starts); }
-    if (scratch.length - used < 3 * (keyEnd - keyStart) + 16) scratch = grownBytes(scratch, used + 3 * (keyEnd - keyStart) + 16);
+    if (count === ids.length) { ids = grown(ids); keyStarts = grown(keyStarts); keyEnds = grown(keyEnds); }
+    if (backslash) escaped.push(count);
+    if (id !== count) ordered = false;
     ids[count] = id;
-    starts[count++] = used;
-    if (escaped) {
-      // Rare (`"\""`, `"\\"`, `"\u00…"`): the string as JSON.parse reads it, written as the object path writes it.
-      let piece: string;
-      try {
-        piece = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset + keyStart - 1, keyEnd - keyStart + 2).toString('utf8')) as string;
-      } catch {
-        return undefined;
-      }
-      if (!seen.add(utf8.encode(piece))) return undefined;
-      used = writePiece(piece, encoding, decoder, scratch, used);
-    } else {
-      if (!seen.addRange(keyStart, keyEnd)) return undefined;
-      used = writeRawPiece(bytes, keyStart, keyEnd, encoding, decoder, scratch, used);
-    }
-    if (next === 0x7d) { if (at !== close) return undefined; break; }
+    keyStarts[count] = keyStart;
+    keyEnds[count++] = keyEnd;
+    if (next === 0x7d) return { bytes, open, close: at, count, ids, keyStarts, keyEnds, escaped, ordered };
     at++;
     while (isSpace(bytes[at])) at++;
   }
+}
+
+/**
+ * The byte table of a tokenizer.json whose `model.vocab` object was left out of `json` and read from the file's
+ * bytes (readVocabObject). The bytes must be valid UTF-8 (the caller checks). Undefined wherever the result could
+ * differ from `buildByteTable` on the whole file, which the caller then uses: two pieces with one id, the same
+ * piece twice (JSON.parse keeps the last).
+ */
+export function byteTableFromVocab(json: TokenizerJson, vocab: VocabEntries): ByteTable | undefined {
+  checkJson(json);
+  const encoding = pieceEncodingOf(json);
+  const added = addedTokens(json);
+  const { bytes, count, ids, keyStarts, keyEnds, escaped, ordered } = vocab;
+  // Escaped keys as JSON.parse reads them (`"\""`, `"\\"`, `"\u00…"`), written as the object path writes them.
+  const unescaped: string[] = [];
+  for (const k of escaped) {
+    try {
+      unescaped.push(JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset + keyStarts[k] - 1, keyEnds[k] - keyStarts[k] + 2).toString('utf8')) as string);
+    } catch {
+      return undefined;
+    }
+  }
+  if (hasPieceTwice(vocab, unescaped.map((piece) => utf8.encode(piece)))) return undefined;
   let size = 0;
   for (let k = 0; k < count; k++) if (ids[k] + 1 > size) size = ids[k] + 1;
   for (const token of added) if (token.id + 1 > size) size = token.id + 1;
   checkDensity(size, count + added.length);
+
+  // Every piece written once, in file order. No piece is longer than its key (an escape is longer than what it
+  // stands for, a byte-level character is one byte, ▁ three bytes for a space), so the keys' bytes are room enough.
+  let room = 0;
+  for (let k = 0; k < count; k++) room += keyEnds[k] - keyStarts[k];
+  for (const token of added) room += 3 * token.content.length;
+  const scratch = new Uint8Array(room + 16);
+  const decoder = encoding === 'byte-level' ? byteLevelDecoder() : undefined;
+  // Where each piece starts in scratch, by entry; as ids 0, 1, 2, … are the entries in order, the table's offsets.
+  const positions = new Uint32Array((ordered ? size : count) + 1);
+  let used = 0;
+  for (let k = 0, e = 0; k < count; k++) {
+    positions[k] = used;
+    if (e < escaped.length && escaped[e] === k) used = writePiece(unescaped[e++], encoding, decoder, scratch, used);
+    else used = writeRawPiece(bytes, keyStarts[k], keyEnds[k], encoding, decoder, scratch, used);
+  }
+  positions[count] = used;
+  if (ordered) {
+    const table = inOrder(size, count, scratch, positions, used, added, encoding);
+    if (table) return table;
+  }
+  // Else copied into id order.
   const start = new Int32Array(size);
   const length = new Int32Array(size);
   const flags = new Uint8Array(size);
@@ -299,13 +342,11 @@ export function byteTableFromVocabBytes(json: TokenizerJson, vocab: VocabBytes):
     const id = ids[k];
     // Two pieces with one id: which one the object keeps depends on its key order (integer-like keys first), left to it.
     if (flags[id]) return undefined;
-    start[id] = starts[k];
-    length[id] = (k + 1 < count ? starts[k + 1] : used) - starts[k];
+    start[id] = positions[k];
+    length[id] = positions[k + 1] - positions[k];
     flags[id] = KNOWN;
   }
-  let room = 0;
-  for (const token of added) room += 3 * token.content.length;
-  if (scratch.length - used < room) scratch = grownBytes(scratch, used + room);
+  // Added tokens are matched on their content before the model runs, so their bytes are the content itself.
   for (const token of added) {
     start[token.id] = used;
     used += utf8.encodeInto(token.content, scratch.subarray(used)).written;
@@ -315,14 +356,71 @@ export function byteTableFromVocabBytes(json: TokenizerJson, vocab: VocabBytes):
   return inIdOrder(size, scratch, start, length, flags, encoding);
 }
 
-function grown(array: Int32Array): Int32Array {
-  const bigger = new Int32Array(array.length * 2);
-  bigger.set(array);
-  return bigger;
+/**
+ * The table without copying, where the vocabulary's ids are 0, 1, 2, … in file order (its pieces are then written
+ * in id order, `offsets` at their starts) and each added token either comes next in id order or has the bytes its
+ * id already has (Gemma's and Llama 2's `<unused…>`, `<s>`): what inIdOrder would give. Else undefined.
+ */
+function inOrder(size: number, count: number, scratch: Uint8Array, offsets: Uint32Array, used: number, added: AddedTokenJson[], encoding: PieceEncoding): ByteTable | undefined {
+  // First whether they fit, then the table: nothing half done when they do not.
+  let next = count;
+  const appended: string[] = [];
+  for (const token of added) {
+    if (token.id === next) { appended.push(token.content); next++; continue; }
+    if (token.id > next) return undefined;
+    if (token.id >= count) { if (appended[token.id - count] !== token.content) return undefined; continue; }
+    const content = utf8.encode(token.content);
+    const piece = scratch.subarray(offsets[token.id], offsets[token.id + 1]);
+    if (content.length !== piece.length || !content.every((byte, i) => byte === piece[i])) return undefined;
+  }
+  if (next !== size) return undefined;
+  const flags = new Uint8Array(size).fill(KNOWN, 0, count);
+  for (let id = count; id < size; id++) {
+    offsets[id] = used;
+    used += utf8.encodeInto(appended[id - count], scratch.subarray(used)).written;
+  }
+  offsets[size] = used;
+  for (const token of added) flags[token.id] = KNOWN | (token.special ? SPECIAL : 0);
+  return { size, pieces: scratch.subarray(0, used), offsets, flags, encoding };
 }
 
-function grownBytes(array: Uint8Array, need: number): Uint8Array {
-  const bigger = new Uint8Array(Math.max(need, array.length * 2));
+/**
+ * Does a piece come twice among the keys (equal strings have equal UTF-8 bytes)? Open addressing over FNV-1a
+ * hashes of each key's bytes (raw: its range of the file; escaped: `unescaped`, in the order of `escaped`), sized
+ * once for the count, at most half full.
+ */
+function hasPieceTwice(vocab: VocabEntries, unescaped: Uint8Array[]): boolean {
+  const { bytes, count, keyStarts, keyEnds, escaped } = vocab;
+  const slots = new Int32Array(2 ** Math.ceil(Math.log2(2 * count + 2)));
+  const mask = slots.length - 1;
+  // The escaped entries' bytes, for comparing with them when they come up again.
+  const kept = new Map<number, Uint8Array>();
+  escaped.forEach((k, index) => kept.set(k, unescaped[index]));
+  for (let k = 0, e = 0; k < count; k++) {
+    let source: Uint8Array = bytes;
+    let from = keyStarts[k];
+    let to = keyEnds[k];
+    if (e < escaped.length && escaped[e] === k) { source = unescaped[e++]; from = 0; to = source.length; }
+    let hash = 0x811c9dc5;
+    for (let i = from; i < to; i++) hash = Math.imul(hash ^ source[i], 0x01000193);
+    for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
+      const entry = slots[slot];
+      if (entry === 0) { slots[slot] = k + 1; break; }
+      const other = entry - 1;
+      const otherSource = kept.get(other) ?? bytes;
+      const otherFrom = otherSource === bytes ? keyStarts[other] : 0;
+      const otherTo = otherSource === bytes ? keyEnds[other] : otherSource.length;
+      if (otherTo - otherFrom !== to - from) continue;
+      let same = true;
+      for (let i = 0; i < to - from; i++) if (otherSource[otherFrom + i] !== source[from + i]) { same = false; break; }
+      if (same) return true;
+    }
+  }
+  return false;
+}
+
+function grown(array: Int32Array): Int32Array {
+  const bigger = new Int32Array(array.length * 2);
   bigger.set(array);
   return bigger;
 }
@@ -364,84 +462,3 @@ function writeRawPiece(bytes: Uint8Array, from: number, to: number, encoding: Pi
 
 const isHex = (c: number) => (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
 const hexValue = (c: number) => (c <= 0x39 ? c - 0x30 : (c | 0x20) - 0x61 + 10);
-
-/**
- * Pieces seen, by their UTF-8 bytes (equal strings have equal bytes): open addressing over FNV-1a hashes, each
- * slot holding a piece's place (raw: a range of the file; escaped: a copy kept aside).
- */
-class PieceSet {
-  private slots: Int32Array;
-  private from: Int32Array;
-  private to: Int32Array;
-  /** Each piece's hash, kept for rehashing. */
-  private hashes: Int32Array;
-  private kept: Uint8Array[] = [];
-  private count = 0;
-
-  constructor(private readonly bytes: Uint8Array, expected: number) {
-    // From the estimate, which runs high (real vocabularies fill ~60% of it); kept at most half full by rehashing. A
-    // table no larger than needed stays in the processor's cache.
-    this.slots = new Int32Array(2 ** Math.ceil(Math.log2(1.25 * expected + 2)));
-    this.from = new Int32Array(expected);
-    this.to = new Int32Array(expected);
-    this.hashes = new Int32Array(expected);
-  }
-
-  /** False if a piece with these bytes was added before. */
-  addRange(from: number, to: number): boolean {
-    return this.insert(this.bytes, from, to, from, to);
-  }
-
-  add(piece: Uint8Array): boolean {
-    // Kept pieces are told apart from ranges by a negative `from`: -(index + 1).
-    const index = this.kept.length;
-    if (!this.insert(piece, 0, piece.length, -(index + 1), piece.length)) return false;
-    this.kept.push(piece);
-    return true;
-  }
-
-  private insert(bytes: Uint8Array, from: number, to: number, storedFrom: number, storedTo: number): boolean {
-    if (2 * (this.count + 1) > this.slots.length) this.rehash();
-    const hash = fnv(bytes, from, to) | 0;
-    const mask = this.slots.length - 1;
-    for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
-      const entry = this.slots[slot];
-      if (entry === 0) {
-        if (this.count === this.from.length) { this.from = grown(this.from); this.to = grown(this.to); this.hashes = grown(this.hashes); }
-        this.hashes[this.count] = hash;
-        this.from[this.count] = storedFrom;
-        this.to[this.count] = storedTo;
-        this.slots[slot] = ++this.count;
-        return true;
-      }
-      if (this.equal(entry - 1, bytes, from, to)) return false;
-    }
-  }
-
-  private equal(entry: number, bytes: Uint8Array, from: number, to: number): boolean {
-    const storedFrom = this.from[entry];
-    const other = storedFrom < 0 ? this.kept[-storedFrom - 1] : this.bytes;
-    const start = storedFrom < 0 ? 0 : storedFrom;
-    const end = storedFrom < 0 ? other.length : this.to[entry];
-    if (end - start !== to - from) return false;
-    for (let i = 0; i < to - from; i++) if (other[start + i] !== bytes[from + i]) return false;
-    return true;
-  }
-
-  private rehash(): void {
-    const slots = new Int32Array(this.slots.length * 2);
-    const mask = slots.length - 1;
-    for (let entry = 0; entry < this.count; entry++) {
-      let slot = this.hashes[entry] & mask;
-      while (slots[slot] !== 0) slot = (slot + 1) & mask;
-      slots[slot] = entry + 1;
-    }
-    this.slots = slots;
-  }
-}
-
-function fnv(bytes: Uint8Array, from: number, to: number): number {
-  let hash = 0x811c9dc5;
-  for (let i = from; i < to; i++) hash = Math.imul(hash ^ bytes[i], 0x01000193);
-  return hash >>> 0;
-}

@@ -45,6 +45,13 @@ describe('unusual vocabularies: the same table, or left to JSON.parse', () => {
     'an empty vocabulary beside added tokens': file('{}'),
     'whitespace everywhere': file('{ \n "a" \t:\r\n 0 ,\n"b":1\n}'),
     '20,000 short entries written tight (past every size guessed ahead)': file(`{${Array.from({ length: 20_000 }, (_, id) => `"${id.toString(36)}":${id}`).join(',')}}`, { added: '[]' }),
+    // Ids 0, 1, 2, … in file order (as tokenizers write them): the pieces are kept where they were written.
+    'ids in file order, added tokens right after': file('{"a": 0, "b": 1, "ab": 2}', { added: '[{"id": 3, "content": "<|x|>", "special": true}, {"id": 4, "content": "<|y|>"}]' }),
+    'ids in file order, added tokens with the bytes their ids have': file('{"<s>": 0, "a": 1, "▁b": 2}', { around: SENTENCEPIECE, added: '[{"id": 0, "content": "<s>", "special": true}, {"id": 3, "content": "<|x|>"}, {"id": 3, "content": "<|x|>", "special": true}]' }),
+    'ids in file order, an added token with other bytes than its id has': file('{"a": 0, "b": 1}', { added: '[{"id": 1, "content": "<|b|>", "special": true}]' }),
+    'ids in file order, an added id given twice with other contents (the last kept)': file('{"a": 0, "b": 1}', { added: '[{"id": 2, "content": "<|x|>"}, {"id": 2, "content": "<|y|>", "special": true}]' }),
+    'ids in file order, added tokens out of id order': file('{"a": 0, "b": 1}', { added: '[{"id": 3, "content": "<|y|>"}, {"id": 2, "content": "<|x|>"}]' }),
+    'ids in file order, a gap before the added tokens': file('{"a": 0, "b": 1}', { added: '[{"id": 5, "content": "<|x|>"}]' }),
   };
   it.each(Object.entries(same))('%s', (_, text) => {
     expectSameTable(tableFromBytes(Buffer.from(text)), buildByteTable(JSON.parse(text) as TokenizerJson));
