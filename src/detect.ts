@@ -13,6 +13,7 @@ import type { CompiledGrammar } from './grammar/compile.ts';
 import { byteAutomaton } from './grammar/automata.ts';
 import type { Grammar } from './grammar/schema.ts';
 import { Masker } from './masker.ts';
+import { bindTogether } from './scan/bind.ts';
 import type { Span } from './scan/spans.ts';
 import { KNOWN, SPECIAL, type ByteTable } from './tokenizer/table.ts';
 import { declaredLiterals } from './grammar/check.ts';
@@ -151,66 +152,76 @@ interface Streams { all: Buffer; base: Int32Array; streams: Stream[]; hits: Map<
 
 /** The rollouts' bytes, and where each of `literals` occurs in them. */
 function streamsOf(table: ByteTable, rollouts: readonly DetectRollout[], literals: readonly string[]): Streams {
-  const { size, flags, offsets, pieces } = table;
+  // The per-token work is in small functions called once per rollout: V8 optimizes those after a few calls,
+  // where one loop over every token of every rollout ran unoptimized until an on-stack replacement was compiled.
   const base = new Int32Array(rollouts.length + 1);
-  const tokenStarts: Int32Array[] = [];
-  const unknowns: number[] = [];
-  const specialsOf: Int32Array[] = [];
-  const specials: number[] = [];
-  for (let r = 0; r < rollouts.length; r++) {
-    const tokens = rollouts[r].tokens;
-    const starts = new Int32Array(tokens.length + 1);
-    let unknown = 0;
-    specials.length = 0;
-    for (let i = 0; i < tokens.length; i++) {
-      const id = tokens[i];
-      const known = id < size && (flags[id] & KNOWN);
-      if (!known) unknown++;
-      if (id < size && flags[id] & SPECIAL) specials.push(i);
-      starts[i + 1] = starts[i] + (known ? offsets[id + 1] - offsets[id] : 0);
-    }
-    tokenStarts.push(starts);
-    unknowns.push(unknown);
-    specialsOf.push(Int32Array.from(specials));
-    base[r + 1] = base[r] + starts[tokens.length];
-  }
+  const measured = rollouts.map((rollout) => measure(table, rollout.tokens));
+  measured.forEach(({ starts }, r) => { base[r + 1] = base[r] + starts[starts.length - 1]; });
   const all = Buffer.allocUnsafe(base[rollouts.length]);
-  const streams: Stream[] = [];
-  for (let r = 0; r < rollouts.length; r++) {
-    const tokens = rollouts[r].tokens;
-    const starts = tokenStarts[r];
-    // Byte by byte: pieces are a few bytes long, shorter than a subarray view and a set() call cost per token.
-    for (let i = 0, at = base[r]; i < tokens.length; i++) {
-      for (let end = base[r] + starts[i + 1], p = offsets[tokens[i]]; at < end;) all[at++] = pieces[p++];
-    }
-    streams.push({ bytes: all.subarray(base[r], base[r + 1]), starts, unknown: unknowns[r], specials: specialsOf[r] });
+  const streams = rollouts.map((rollout, r): Stream => {
+    copyPieces(table, rollout.tokens, all, base[r]);
+    return { bytes: all.subarray(base[r], base[r + 1]), ...measured[r] };
+  });
+  return { all, base, streams, hits: literalHits(all, literals, base) };
+}
+
+/** Where each token's bytes start (ids outside the table have none), how many such ids, and where the special tokens are. */
+function measure(table: ByteTable, tokens: ArrayLike<number>): { starts: Int32Array; unknown: number; specials: Int32Array } {
+  const { size, flags, offsets } = table;
+  const starts = new Int32Array(tokens.length + 1);
+  let unknown = 0;
+  let specialCount = 0;
+  for (let i = 0; i < tokens.length; i++) {
+    const id = tokens[i];
+    const known = id < size && (flags[id] & KNOWN);
+    if (!known) unknown++;
+    if (id < size && flags[id] & SPECIAL) specialCount++;
+    starts[i + 1] = starts[i] + (known ? offsets[id + 1] - offsets[id] : 0);
   }
-  return { all, base, streams, hits: literalHits(all, literals) };
+  const specials = new Int32Array(specialCount);
+  for (let i = 0, k = 0; k < specialCount; i++) if (tokens[i] < size && flags[tokens[i]] & SPECIAL) specials[k++] = i;
+  return { starts, unknown, specials };
+}
+
+/** The tokens' bytes into `all` from `at`, byte by byte: pieces are a few bytes long, shorter than a subarray view and a set() call cost per token. */
+function copyPieces(table: ByteTable, tokens: ArrayLike<number>, all: Buffer, at: number): void {
+  const { size, flags, offsets, pieces } = table;
+  for (let i = 0; i < tokens.length; i++) {
+    const id = tokens[i];
+    if (!(id < size && (flags[id] & KNOWN))) continue;
+    for (let p = offsets[id], end = offsets[id + 1]; p < end; p++) all[at++] = pieces[p];
+  }
 }
 
 /**
  * Where each literal starts in `bytes`, every place, overlapping ones too, in one pass for all of them
  * (Aho–Corasick: a literal may be another's part, so each state also links to the longest literal ending there).
- * Each literal's places come out in increasing order.
+ * Each literal's places come out in increasing order. With `regions` (offsets, the first 0 and the last the
+ * end), only places inside one region are found, each region scanned on its own.
  */
-export function literalHits(bytes: Uint8Array, literals: readonly string[]): Map<string, Int32Array> {
+export function literalHits(bytes: Uint8Array, literals: readonly string[], regions: ArrayLike<number> = [0, bytes.length]): Map<string, Int32Array> {
   const encoded = literals.map((literal) => Buffer.from(literal, 'utf8'));
   const { delta, fail, ends, stateOf, order } = byteAutomaton(encoded);
   // The nearest state on the failure chain (itself excluded) that ends a literal, or -1.
   const output = new Int32Array(ends.length).fill(-1);
   for (const state of order) output[state] = ends[fail[state]] >= 0 ? fail[state] : output[fail[state]];
   const found: number[][] = literals.map(() => []);
-  for (let i = 0, state = 0; i < bytes.length; i++) {
-    state = delta[state * 256 + bytes[i]];
-    for (let at = ends[state] >= 0 ? state : output[state]; at >= 0; at = output[at]) {
-      const index = ends[at];
-      found[index].push(i + 1 - encoded[index].length);
-    }
-  }
+  const lengths = Int32Array.from(encoded, (literal) => literal.length);
+  for (let r = 0; r + 1 < regions.length; r++) scanRegion(bytes, regions[r], regions[r + 1], delta, ends, output, lengths, found);
   const hits = new Map<string, Int32Array>();
   // Two texts with the same bytes share the places found for the first.
   literals.forEach((literal, index) => hits.set(literal, Int32Array.from(stateOf[index] ? found[ends[stateOf[index]]] : [])));
   return hits;
+}
+
+function scanRegion(bytes: Uint8Array, from: number, to: number, delta: Int32Array, ends: Int32Array, output: Int32Array, lengths: Int32Array, found: number[][]): void {
+  for (let i = from, state = 0; i < to; i++) {
+    state = delta[state * 256 + bytes[i]];
+    for (let at = ends[state] >= 0 ? state : output[state]; at >= 0; at = output[at]) {
+      const index = ends[at];
+      found[index].push(i + 1 - lengths[index]);
+    }
+  }
 }
 
 /**
@@ -499,6 +510,7 @@ export function detectGrammar(rollouts: DetectRollout[], table: ByteTable, candi
   // One scan view for all of them, where the special tokens they name fit in the free bytes (else each its own).
   const viewLiterals = list.flatMap(({ grammar }) => declaredLiterals(grammar.grammar).map((item) => item.literal));
   const view = sentinelOverflow(table, viewLiterals) ? undefined : buildScanView(table, viewLiterals);
+  if (view) bindTogether(list.map(({ grammar }) => grammar), table, view);
   const judged = list.map(({ name, grammar }) => judge(name, grammar, table, rollouts, corpus, view));
   const byName = new Map(judged.map((item) => [item.verdict.grammar, item]));
   const rank: Record<Fit, number> = { fits: 0, partial: 1, no: 2 };
