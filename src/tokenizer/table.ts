@@ -216,7 +216,8 @@ export interface VocabEntries {
   open: number;
   close: number;
   count: number;
-  ids: Int32Array;
+  /** Entry k's id; undefined while `ordered` (entry k's id is k: not kept, fresh memory is slow to touch). */
+  ids?: Int32Array;
   /** Entry k's key is bytes [keyStarts[k], keyEnds[k]). */
   keyStarts: Int32Array;
   keyEnds: Int32Array;
@@ -238,7 +239,7 @@ export function readVocabObject(bytes: Uint8Array, open: number): VocabEntries |
   if (bytes[open] !== 0x7b) return undefined;
   // Sized for the bytes at hand (entries run ~15-25 bytes; fewer than 12 apiece is rare): growing costs more than sizing.
   const estimate = Math.max(1024, Math.ceil((bytes.length - open) / 12));
-  let ids: Int32Array = new Int32Array(estimate);
+  let ids: Int32Array | undefined;
   let keyStarts: Int32Array = new Int32Array(estimate);
   let keyEnds: Int32Array = new Int32Array(estimate);
   const escaped: number[] = [];
@@ -276,10 +277,14 @@ export function readVocabObject(bytes: Uint8Array, open: number): VocabEntries |
     while (isSpace(bytes[at])) at++;
     const next = bytes[at];
     if (next !== 0x2c && next !== 0x7d) return undefined;
-    if (count === ids.length) { ids = grown(ids); keyStarts = grown(keyStarts); keyEnds = grown(keyEnds); }
+    if (count === keyStarts.length) { keyStarts = grown(keyStarts); keyEnds = grown(keyEnds); if (ids) ids = grown(ids); }
     if (backslash) escaped.push(count);
-    if (id !== count) ordered = false;
-    ids[count] = id;
+    if (id !== count && ordered) {
+      ordered = false;
+      ids = new Int32Array(keyStarts.length);
+      for (let k = 0; k < count; k++) ids[k] = k;
+    }
+    if (ids) ids[count] = id;
     keyStarts[count] = keyStart;
     keyEnds[count++] = keyEnd;
     if (next === 0x7d) return { bytes, open, close: at, count, ids, keyStarts, keyEnds, escaped, ordered };
@@ -310,7 +315,7 @@ export function byteTableFromVocab(json: TokenizerJson, vocab: VocabEntries): By
   }
   if (hasPieceTwice(vocab, unescaped.map((piece) => utf8.encode(piece)))) return undefined;
   let size = 0;
-  for (let k = 0; k < count; k++) if (ids[k] + 1 > size) size = ids[k] + 1;
+  if (ids) { for (let k = 0; k < count; k++) if (ids[k] + 1 > size) size = ids[k] + 1; } else size = count;
   for (const token of added) if (token.id + 1 > size) size = token.id + 1;
   checkDensity(size, count + added.length);
 
@@ -339,7 +344,7 @@ export function byteTableFromVocab(json: TokenizerJson, vocab: VocabEntries): By
   const length = new Int32Array(size);
   const flags = new Uint8Array(size);
   for (let k = 0; k < count; k++) {
-    const id = ids[k];
+    const id = ids ? ids[k] : k;
     // Two pieces with one id: which one the object keeps depends on its key order (integer-like keys first), left to it.
     if (flags[id]) return undefined;
     start[id] = positions[k];
