@@ -12,8 +12,10 @@ import { bundledGrammarNames, loadGrammar } from './grammar/load.ts';
 import type { CompiledGrammar } from './grammar/compile.ts';
 import { byteAutomaton } from './grammar/automata.ts';
 import type { Grammar } from './grammar/schema.ts';
-import { Masker } from './masker.ts';
-import type { Span } from './scan/spans.ts';
+import { Masker, type Scanned } from './masker.ts';
+import { severityOf } from './diagnostics.ts';
+import type { Segments } from './scan/segments.ts';
+import { bindTogether } from './scan/bind.ts';
 import { KNOWN, SPECIAL, type ByteTable } from './tokenizer/table.ts';
 import { declaredLiterals } from './grammar/check.ts';
 import { buildScanView, sentinelOverflow, type ScanView } from './tokenizer/special.ts';
@@ -147,70 +149,94 @@ interface Stream { bytes: Buffer; starts: Int32Array; unknown: number; specials:
  * a view of it), so that the literals are searched once for all rollouts and all grammars (`hits`, filled by
  * `literalHits`), not once per literal per rollout per grammar.
  */
-interface Streams { all: Buffer; base: Int32Array; streams: Stream[]; hits: Map<string, Int32Array> }
+interface Streams {
+  all: Buffer; base: Int32Array; streams: Stream[]; hits: Map<string, Int32Array>;
+  /** The rollouts for maskBatch: their ids back to back, where each starts, each one's prompt length (-1: find it), and a mask for all. */
+  ids: Uint32Array; tokenStarts: Uint32Array; promptLengths: Int32Array; mask: Uint8Array;
+}
 
 /** The rollouts' bytes, and where each of `literals` occurs in them. */
 function streamsOf(table: ByteTable, rollouts: readonly DetectRollout[], literals: readonly string[]): Streams {
-  const { size, flags, offsets, pieces } = table;
+  // The per-token work is in small functions called once per rollout: V8 optimizes those after a few calls,
+  // where one loop over every token of every rollout ran unoptimized until an on-stack replacement was compiled.
   const base = new Int32Array(rollouts.length + 1);
-  const tokenStarts: Int32Array[] = [];
-  const unknowns: number[] = [];
-  const specialsOf: Int32Array[] = [];
-  const specials: number[] = [];
-  for (let r = 0; r < rollouts.length; r++) {
-    const tokens = rollouts[r].tokens;
-    const starts = new Int32Array(tokens.length + 1);
-    let unknown = 0;
-    specials.length = 0;
-    for (let i = 0; i < tokens.length; i++) {
-      const id = tokens[i];
-      const known = id < size && (flags[id] & KNOWN);
-      if (!known) unknown++;
-      if (id < size && flags[id] & SPECIAL) specials.push(i);
-      starts[i + 1] = starts[i] + (known ? offsets[id + 1] - offsets[id] : 0);
-    }
-    tokenStarts.push(starts);
-    unknowns.push(unknown);
-    specialsOf.push(Int32Array.from(specials));
-    base[r + 1] = base[r] + starts[tokens.length];
-  }
+  const measured = rollouts.map((rollout) => measure(table, rollout.tokens));
+  measured.forEach(({ starts }, r) => { base[r + 1] = base[r] + starts[starts.length - 1]; });
   const all = Buffer.allocUnsafe(base[rollouts.length]);
-  const streams: Stream[] = [];
-  for (let r = 0; r < rollouts.length; r++) {
-    const tokens = rollouts[r].tokens;
-    const starts = tokenStarts[r];
-    // Byte by byte: pieces are a few bytes long, shorter than a subarray view and a set() call cost per token.
-    for (let i = 0, at = base[r]; i < tokens.length; i++) {
-      for (let end = base[r] + starts[i + 1], p = offsets[tokens[i]]; at < end;) all[at++] = pieces[p++];
-    }
-    streams.push({ bytes: all.subarray(base[r], base[r + 1]), starts, unknown: unknowns[r], specials: specialsOf[r] });
+  const streams = rollouts.map((rollout, r): Stream => {
+    copyPieces(table, rollout.tokens, all, base[r]);
+    return { bytes: all.subarray(base[r], base[r + 1]), ...measured[r] };
+  });
+  const tokenStarts = new Uint32Array(rollouts.length + 1);
+  rollouts.forEach((rollout, r) => { tokenStarts[r + 1] = tokenStarts[r] + rollout.tokens.length; });
+  const ids = new Uint32Array(tokenStarts[rollouts.length]);
+  rollouts.forEach((rollout, r) => ids.set(rollout.tokens, tokenStarts[r]));
+  // A prompt length that is not a whole number of tokens within the rollout cannot be masked: the rollout counts
+  // as an error (scanRollout refuses one past its end); none (or a negative one) means find the prompt's end.
+  // So does one with an id that is not a whole number a Uint32Array holds as it is (which the scan would have
+  // refused as unknown).
+  const exact = (tokens: ArrayLike<number>) => tokens instanceof Uint32Array || Array.prototype.every.call(tokens, (id: number) => Number.isInteger(id) && id >= 0 && id <= 0xffffffff);
+  const promptLengths = Int32Array.from(rollouts, ({ promptLength: p, tokens }) => (!exact(tokens) ? tokens.length + 1 : p === undefined || !(p >= 0) ? -1 : Number.isInteger(p) && p <= tokens.length ? p : tokens.length + 1));
+  return { all, base, streams, hits: literalHits(all, literals, base), ids, tokenStarts, promptLengths, mask: new Uint8Array(ids.length) };
+}
+
+/** Where each token's bytes start (ids outside the table have none), how many such ids, and where the special tokens are. */
+function measure(table: ByteTable, tokens: ArrayLike<number>): { starts: Int32Array; unknown: number; specials: Int32Array } {
+  const { size, flags, offsets } = table;
+  const starts = new Int32Array(tokens.length + 1);
+  let unknown = 0;
+  let specialCount = 0;
+  for (let i = 0; i < tokens.length; i++) {
+    const id = tokens[i];
+    const known = id < size && (flags[id] & KNOWN);
+    if (!known) unknown++;
+    if (id < size && flags[id] & SPECIAL) specialCount++;
+    starts[i + 1] = starts[i] + (known ? offsets[id + 1] - offsets[id] : 0);
   }
-  return { all, base, streams, hits: literalHits(all, literals) };
+  const specials = new Int32Array(specialCount);
+  for (let i = 0, k = 0; k < specialCount; i++) if (tokens[i] < size && flags[tokens[i]] & SPECIAL) specials[k++] = i;
+  return { starts, unknown, specials };
+}
+
+/** The tokens' bytes into `all` from `at`, byte by byte: pieces are a few bytes long, shorter than a subarray view and a set() call cost per token. */
+function copyPieces(table: ByteTable, tokens: ArrayLike<number>, all: Buffer, at: number): void {
+  const { size, flags, offsets, pieces } = table;
+  for (let i = 0; i < tokens.length; i++) {
+    const id = tokens[i];
+    if (!(id < size && (flags[id] & KNOWN))) continue;
+    for (let p = offsets[id], end = offsets[id + 1]; p < end; p++) all[at++] = pieces[p];
+  }
 }
 
 /**
  * Where each literal starts in `bytes`, every place, overlapping ones too, in one pass for all of them
  * (Aho–Corasick: a literal may be another's part, so each state also links to the longest literal ending there).
- * Each literal's places come out in increasing order.
+ * Each literal's places come out in increasing order. With `regions` (offsets, the first 0 and the last the
+ * end), only places inside one region are found, each region scanned on its own.
  */
-export function literalHits(bytes: Uint8Array, literals: readonly string[]): Map<string, Int32Array> {
+export function literalHits(bytes: Uint8Array, literals: readonly string[], regions: ArrayLike<number> = [0, bytes.length]): Map<string, Int32Array> {
   const encoded = literals.map((literal) => Buffer.from(literal, 'utf8'));
   const { delta, fail, ends, stateOf, order } = byteAutomaton(encoded);
   // The nearest state on the failure chain (itself excluded) that ends a literal, or -1.
   const output = new Int32Array(ends.length).fill(-1);
   for (const state of order) output[state] = ends[fail[state]] >= 0 ? fail[state] : output[fail[state]];
   const found: number[][] = literals.map(() => []);
-  for (let i = 0, state = 0; i < bytes.length; i++) {
-    state = delta[state * 256 + bytes[i]];
-    for (let at = ends[state] >= 0 ? state : output[state]; at >= 0; at = output[at]) {
-      const index = ends[at];
-      found[index].push(i + 1 - encoded[index].length);
-    }
-  }
+  const lengths = Int32Array.from(encoded, (literal) => literal.length);
+  for (let r = 0; r + 1 < regions.length; r++) scanRegion(bytes, regions[r], regions[r + 1], delta, ends, output, lengths, found);
   const hits = new Map<string, Int32Array>();
   // Two texts with the same bytes share the places found for the first.
   literals.forEach((literal, index) => hits.set(literal, Int32Array.from(stateOf[index] ? found[ends[stateOf[index]]] : [])));
   return hits;
+}
+
+function scanRegion(bytes: Uint8Array, from: number, to: number, delta: Int32Array, ends: Int32Array, output: Int32Array, lengths: Int32Array, found: number[][]): void {
+  for (let i = from, state = 0; i < to; i++) {
+    state = delta[state * 256 + bytes[i]];
+    for (let at = ends[state] >= 0 ? state : output[state]; at >= 0; at = output[at]) {
+      const index = ends[at];
+      found[index].push(i + 1 - lengths[index]);
+    }
+  }
 }
 
 /**
@@ -269,22 +295,26 @@ class Readings {
     this.endAt = new Int32Array(rollouts);
   }
   has(r: number): boolean { return this.actionAt[r] >= 0; }
-  add(r: number, spans: readonly Span[]): void {
+  /** Rollout `r` from its scan's segments: action where the state's mask value is 1, trailing where its kind is (as its spans would say). */
+  add(r: number, segments: Segments, n: number, stateMask: Int8Array, states: ReadonlyArray<{ kind: string }>): void {
     this.actionAt[r] = this.used;
-    this.addRuns(spans, true);
+    this.addRuns(segments, n, (state) => stateMask[state] === 1);
     this.trailingAt[r] = this.used;
-    this.addRuns(spans, false);
+    this.addRuns(segments, n, (state) => states[state].kind === 'trailing');
     this.endAt[r] = this.used;
   }
-  /** The action spans' runs, or the trailing spans', touching spans joined. */
-  private addRuns(spans: readonly Span[], action: boolean): void {
+  /** The non-empty segments whose state `take`s, touching ones joined. */
+  private addRuns(segments: Segments, n: number, take: (state: number) => boolean): void {
     const first = this.used;
-    for (const span of spans) {
-      if ((action ? span.role !== 'action' : span.tag !== 'trailing') || span.end === span.start) continue;
-      if (this.used > first && this.runs[this.used - 1] === span.start) { this.runs[this.used - 1] = span.end; continue; }
+    const { count, starts, state } = segments;
+    for (let j = 0; j < count; j++) {
+      const start = starts[j];
+      const end = j + 1 < count ? starts[j + 1] : n;
+      if (end <= start || !take(state[j])) continue;
+      if (this.used > first && this.runs[this.used - 1] === start) { this.runs[this.used - 1] = end; continue; }
       if (this.used + 2 > this.runs.length) { const grown = new Int32Array(this.runs.length * 2); grown.set(this.runs); this.runs = grown; }
-      this.runs[this.used++] = span.start;
-      this.runs[this.used++] = span.end;
+      this.runs[this.used++] = start;
+      this.runs[this.used++] = end;
     }
   }
 }
@@ -325,44 +355,72 @@ function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollout
   const readings = new Readings(rollouts.length);
   // Markers count only after this grammar's prompt end: a prompt quotes the tags it asks for (Search-R1's does).
   const afterPrompt = new Int32Array(rollouts.length);
-  rollouts.forEach((rollout, r) => {
-    let from = rollout.tokens.length;
-    tokens += rollout.tokens.length;
-    try {
-      const result = masker.mask(rollout.tokens, { promptLength: rollout.promptLength });
-      const prompt = !result.diagnostics.some((item) => item.code === 'no-prompt-end');
-      const error = result.diagnostics.some((item) => item.severity === 'error');
-      const misfit = result.diagnostics.some((item) => MISFIT_CODES.has(item.code));
-      const { mask } = result;
-      let ones = 0;
-      for (let i = 0; i < mask.length; i++) ones += mask[i];
-      trained += ones;
-      const action = ones > 0;
-      if (prompt) promptFound++;
-      if (action) withAction++;
-      if (error) withErrors++;
-      if (misfit) misfits++;
-      if (result.diagnostics.some((item) => MODEL_VIOLATION_CODES.has(item.code))) modelViolations++;
-      if (prompt && action && !error && !misfit) clean++;
-      // Trained special tokens that none of the grammar's model-side literals names, in token order.
-      let unnamed = 0;
-      for (const i of streams[r].specials) {
-        const id = rollout.tokens[i];
-        if (!mask[i] || !isUnnamedSpecial(id)) continue;
-        unnamed++;
-        if (unexplained.examples.length < 4) {
-          const piece = decoder.decode(table.pieces.subarray(table.offsets[id], table.offsets[id + 1]));
-          if (!unexplained.examples.includes(piece)) unexplained.examples.push(piece);
-        }
+  const { ids, tokenStarts, promptLengths, mask } = corpus;
+  const { stateMask } = masker.bound;
+  const { states } = grammar;
+  // What one rollout's scan says, read straight off its segments (spans and messages are never built): the codes
+  // it raised, its mask, its action and trailing runs, where its prompt ends.
+  const read = (r: number, scanned: Scanned) => {
+    const { segments } = scanned;
+    const n = scanned.tokens.length;
+    let prompt = true;
+    let error = false;
+    let misfit = false;
+    let violation = false;
+    // (`no-action`, which mask() adds when nothing is action, is a warning and neither kind of sign.)
+    for (const record of segments.records) {
+      if (record.code === 'no-prompt-end') prompt = false;
+      if (severityOf(record.code) === 'error') error = true;
+      if (MISFIT_CODES.has(record.code)) misfit = true;
+      if (MODEL_VIOLATION_CODES.has(record.code)) violation = true;
+    }
+    const at = scanned.from;
+    let ones = 0;
+    for (let i = at; i < at + n; i++) ones += mask[i];
+    trained += ones;
+    const action = ones > 0;
+    if (prompt) promptFound++;
+    if (action) withAction++;
+    if (error) withErrors++;
+    if (misfit) misfits++;
+    if (violation) modelViolations++;
+    if (prompt && action && !error && !misfit) clean++;
+    // Trained special tokens that none of the grammar's model-side literals names, in token order.
+    let unnamed = 0;
+    for (const i of streams[r].specials) {
+      const id = ids[at + i];
+      if (!mask[at + i] || !isUnnamedSpecial(id)) continue;
+      unnamed++;
+      if (unexplained.examples.length < 4) {
+        const piece = decoder.decode(table.pieces.subarray(table.offsets[id], table.offsets[id + 1]));
+        if (!unexplained.examples.includes(piece)) unexplained.examples.push(piece);
       }
-      if (unnamed) { unexplained.tokens += unnamed; unexplained.rollouts++; }
-      if (prompt) readings.add(r, result.spans);
-      from = result.spans.find((span) => span.tag !== 'prompt')?.start ?? rollout.tokens.length;
-    } catch {
-      withErrors++;
+    }
+    if (unnamed) { unexplained.tokens += unnamed; unexplained.rollouts++; }
+    if (prompt) readings.add(r, segments, n, stateMask, states);
+    // The first token outside the prompt (the spans' first that is not the prompt).
+    let from = n;
+    for (let j = 0; j < segments.count; j++) {
+      const end = j + 1 < segments.count ? segments.starts[j + 1] : n;
+      if (end > segments.starts[j] && states[segments.state[j]].kind !== 'prompt') { from = segments.starts[j]; break; }
     }
     afterPrompt[r] = corpus.base[r] + streams[r].starts[from];
-  });
+  };
+  // All rollouts in one maskBatch call; one that cannot be masked ends the call, counts as an error, and the
+  // batch goes on after it.
+  for (let r = 0; r < rollouts.length;) {
+    let last = -1;
+    try {
+      masker.maskBatch(ids, tokenStarts.subarray(r), promptLengths.subarray(r), mask, (i, scanned) => { last = i; read(r + i, scanned); });
+      break;
+    } catch {
+      const failed = r + last + 1;
+      withErrors++;
+      afterPrompt[failed] = corpus.base[failed] + streams[failed].starts[rollouts[failed].tokens.length];
+      r = failed + 1;
+    }
+  }
+  for (const rollout of rollouts) tokens += rollout.tokens.length;
 
   const literals = grammarLiterals(spec);
   const found: LiteralEvidence[] = [];
@@ -499,6 +557,7 @@ export function detectGrammar(rollouts: DetectRollout[], table: ByteTable, candi
   // One scan view for all of them, where the special tokens they name fit in the free bytes (else each its own).
   const viewLiterals = list.flatMap(({ grammar }) => declaredLiterals(grammar.grammar).map((item) => item.literal));
   const view = sentinelOverflow(table, viewLiterals) ? undefined : buildScanView(table, viewLiterals);
+  if (view) bindTogether(list.map(({ grammar }) => grammar), table, view);
   const judged = list.map(({ name, grammar }) => judge(name, grammar, table, rollouts, corpus, view));
   const byName = new Map(judged.map((item) => [item.verdict.grammar, item]));
   const rank: Record<Fit, number> = { fits: 0, partial: 1, no: 2 };

@@ -128,10 +128,12 @@ export function buildDfa(literals: DfaLiteral[]): Dfa {
   });
   const firstBytes = new Uint8Array(256);
   for (let byte = 0; byte < 256; byte++) firstBytes[byte] = delta[byte] !== 0 ? 1 : 0;
-  const step = new Int32Array(delta.length);
+  // The transition table becomes the step table in place (it is this automaton's own; a second table of the
+  // same size was most of binding's memory).
+  const step = delta;
   for (let at = 0; at < step.length; at++) {
-    const target = delta[at];
-    step[at] = ends[target] >= 0 ? ~ends[target] : target;
+    const target = step[at];
+    if (ends[target] >= 0) step[at] = ~ends[target];
   }
   return { step, acceptState: stateOf, literals, firstBytes };
 }

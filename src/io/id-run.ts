@@ -19,6 +19,14 @@
 const WINDOW = 1 << 15;
 /** Where the ids are written in the module's memory: after the window (at most one id per two bytes). */
 const IDS_AT = WINDOW;
+/** The second stream's ids (it reads at most the window's second half). */
+const IDS_B = IDS_AT + WINDOW * 2;
+/** Cells for the counts and the second stream's stop, below the ids. */
+const COUNT = IDS_AT - 4;
+const COUNT_B = IDS_AT - 8;
+const STOP_B = IDS_AT - 12;
+/** From this many bytes on, a window is read as two streams. */
+const TWO_STREAMS = 256;
 /** Below this many bytes the copy in and out costs more than it saves. */
 const MIN_BYTES = 64;
 
@@ -85,21 +93,15 @@ const op = {
 };
 const bytes8 = (byte: number) => BigInt(byte) * 0x0101010101010101n;
 
+/** The locals one stream of ids keeps: where it reads (AT), where its next id goes (OUT), and three scratch. */
+interface Stream { AT: number; OUT: number; N: number; X: number; V: number }
+
 /**
- * `run(at, end) → stop`: reads the ids of memory[at, end) while nine bytes are left, writes them from IDS_AT on and
- * their count at IDS_AT - 4, and returns where it stopped (the first byte of an id, or `at`). `sep`: the bytes
- * between ids, `,` (1) or `, ` (2); one function for each.
+ * One id of a stream: read, checked, stored, AT moved past it and its separator (`sep`: `,` is 1 byte, `, ` 2);
+ * anything else leaves the loop (`exit`: its depth from inside the loop) with AT on the id.
  */
-function runFunction(sep: 1 | 2): number[] {
-  // Parameters AT, END; locals OUT (where the next id goes), N (the id's digits), X (eight bytes, as digits), V (its value).
-  const [AT, END, OUT, N, X, V] = [0, 1, 2, 3, 4, 5];
-  const body = [
-    // From here on END is the last place eight bytes and the one after them (the separator's space) can be read
-    // (signed: a window shorter than nine bytes is read not at all).
-    ...op.get(END), ...op.i32(9), ...op.sub, ...op.set(END),
-    ...op.i32(IDS_AT), ...op.set(OUT),
-    ...op.block, ...op.loop,
-    ...op.get(AT), ...op.get(END), ...op.gtS, ...op.brIf(1),
+function readOne({ AT, OUT, N, X, V }: Stream, sep: 1 | 2, exit: number): number[] {
+  return [
     // X: the eight bytes at AT, each a digit's value when it is one ('0'..'9' xor 0x30 is 0..9).
     ...op.get(AT), ...op.load64, ...op.i64(bytes8(0x30)), ...op.xor64, ...op.set(X),
     // N: the digits before the first byte that is none: a byte's top bit is set in ((x & 0x7f) + 0x76) | x
@@ -107,12 +109,12 @@ function runFunction(sep: 1 | 2): number[] {
     ...op.get(X), ...op.i64(bytes8(0x7f)), ...op.and64, ...op.i64(bytes8(0x76)), ...op.add64, ...op.get(X), ...op.or64,
     ...op.i64(bytes8(0x80)), ...op.and64, ...op.ctz64, ...op.wrap, ...op.i32(3), ...op.shrU, ...op.tee(N),
     // No digit, or eight or more: not the plain run.
-    ...op.i32(1), ...op.sub, ...op.i32(7), ...op.geU, ...op.brIf(1),
+    ...op.i32(1), ...op.sub, ...op.i32(7), ...op.geU, ...op.brIf(exit),
     // A leading zero (JSON has none): left to the byte loop, which rejects it.
-    ...op.get(N), ...op.i32(1), ...op.gtU, ...op.get(X), ...op.i64(0xffn), ...op.and64, ...op.eqz64, ...op.and, ...op.brIf(1),
+    ...op.get(N), ...op.i32(1), ...op.gtU, ...op.get(X), ...op.i64(0xffn), ...op.and64, ...op.eqz64, ...op.and, ...op.brIf(exit),
     // The digits must be followed by a comma (and a space).
-    ...op.get(AT), ...op.get(N), ...op.add, ...op.load8(0), ...op.i32(0x2c), ...op.ne, ...op.brIf(1),
-    ...(sep === 2 ? [...op.get(AT), ...op.get(N), ...op.add, ...op.load8(1), ...op.i32(0x20), ...op.ne, ...op.brIf(1)] : []),
+    ...op.get(AT), ...op.get(N), ...op.add, ...op.load8(0), ...op.i32(0x2c), ...op.ne, ...op.brIf(exit),
+    ...(sep === 2 ? [...op.get(AT), ...op.get(N), ...op.add, ...op.load8(1), ...op.i32(0x20), ...op.ne, ...op.brIf(exit)] : []),
     // V: the N digits moved to the top bytes (the first, most significant digit lowest, zeros before it), then
     // summed in neighbouring pairs (10a + b), fours (100p + q) and eights (10000p + q): the value in the low 32 bits.
     ...op.get(X), ...op.i32(64), ...op.get(N), ...op.i32(3), ...op.shl, ...op.sub, ...op.extendU, ...op.shl64, ...op.set(V),
@@ -122,35 +124,98 @@ function runFunction(sep: 1 | 2): number[] {
     ...op.get(OUT), ...op.get(V), ...op.wrap, ...op.store32,
     ...op.get(OUT), ...op.i32(4), ...op.add, ...op.set(OUT),
     ...op.get(AT), ...op.get(N), ...op.add, ...op.i32(sep), ...op.add, ...op.set(AT),
+  ];
+}
+
+/** Store a count of ids, (OUT - from) / 4, at `cell`. */
+const storeCount = (cell: number, OUT: number, from: number) => [...op.i32(cell), ...op.get(OUT), ...op.i32(from), ...op.sub, ...op.i32(2), ...op.shrU, ...op.store32];
+
+/**
+ * `run(at, end) → stop`: reads the ids of memory[at, end) while nine bytes are left, writes them from IDS_AT on and
+ * their count at COUNT, and returns where it stopped (the first byte of an id, or `at`).
+ */
+function runFunction(sep: 1 | 2): number[] {
+  // Parameters AT, END; then the stream's other locals.
+  const stream: Stream = { AT: 0, OUT: 2, N: 3, X: 4, V: 5 };
+  const END = 1;
+  const body = [
+    // From here on END is the last place eight bytes and the one after them (the separator's space) can be read
+    // (signed: a window shorter than nine bytes is read not at all).
+    ...op.get(END), ...op.i32(9), ...op.sub, ...op.set(END),
+    ...op.i32(IDS_AT), ...op.set(stream.OUT),
+    ...op.block, ...op.loop,
+    ...op.get(stream.AT), ...op.get(END), ...op.gtS, ...op.brIf(1),
+    ...readOne(stream, sep, 1),
     ...op.br(0),
     ...op.end, ...op.end,
-    ...op.i32(IDS_AT - 4), ...op.get(OUT), ...op.i32(IDS_AT), ...op.sub, ...op.i32(2), ...op.shrU, ...op.store32,
-    ...op.get(AT),
+    ...storeCount(COUNT, stream.OUT, IDS_AT),
+    ...op.get(stream.AT),
     ...op.end,
   ];
   return [...list([[2, I32], [2, I64]]), ...body];
 }
 
+/**
+ * `runTwo(a, half, end) → a's stop`: two streams at once, one id of each per turn (ids independent of each other
+ * keep the processor busy while the other's load and trailing-zero count are under way): the first over
+ * memory[a, half), the second from `half` on. When the second stops first, the first goes on alone up to `half`.
+ * The first's ids go from IDS_AT on (count at COUNT), the second's from IDS_B on (count at COUNT_B, where it
+ * stopped at STOP_B); they follow the first's only if it stopped at `half`.
+ */
+function runTwoFunction(sep: 1 | 2): number[] {
+  // Parameters A (the first stream's AT), HALF, END; locals: the second's AT, then the streams' others.
+  const a: Stream = { AT: 0, OUT: 4, N: 6, X: 8, V: 10 };
+  const b: Stream = { AT: 3, OUT: 5, N: 7, X: 9, V: 11 };
+  const [HALF, END] = [1, 2];
+  const body = [
+    ...op.get(END), ...op.i32(9), ...op.sub, ...op.set(END),
+    ...op.get(HALF), ...op.set(b.AT),
+    ...op.i32(IDS_AT), ...op.set(a.OUT),
+    ...op.i32(IDS_B), ...op.set(b.OUT),
+    // Depths inside the first loop: 0 the loop, 1 the first alone, 2 done.
+    ...op.block, ...op.block, ...op.loop,
+    ...op.get(a.AT), ...op.get(HALF), ...op.geU, ...op.brIf(1),
+    ...op.get(b.AT), ...op.get(END), ...op.gtS, ...op.brIf(1),
+    ...readOne(a, sep, 2),
+    ...readOne(b, sep, 1),
+    ...op.br(0),
+    ...op.end, ...op.end,
+    // Depths inside the second loop: 0 the loop, 1 done.
+    ...op.loop,
+    ...op.get(a.AT), ...op.get(HALF), ...op.geU, ...op.brIf(1),
+    ...readOne(a, sep, 1),
+    ...op.br(0),
+    ...op.end, ...op.end,
+    ...storeCount(COUNT, a.OUT, IDS_AT),
+    ...storeCount(COUNT_B, b.OUT, IDS_B),
+    ...op.i32(STOP_B), ...op.get(b.AT), ...op.store32,
+    ...op.get(a.AT),
+    ...op.end,
+  ];
+  return [...list([[5, I32], [4, I64]]), ...body];
+}
+
 function moduleBytes(): Uint8Array {
-  const code = [runFunction(1), runFunction(2)];
-  const pages = Math.ceil((IDS_AT + WINDOW * 2) / 65536);
+  const code = [runFunction(1), runFunction(2), runTwoFunction(1), runTwoFunction(2)];
+  const pages = Math.ceil((IDS_B + WINDOW) / 65536);
   return new Uint8Array([
     0x00, 0x61, 0x73, 0x6d, 1, 0, 0, 0,
-    ...section(1, list([[0x60, ...list([[I32], [I32]]), ...list([[I32]])]])),
-    ...section(3, list([[0], [0]])),
+    ...section(1, list([[0x60, ...list([[I32], [I32]]), ...list([[I32]])], [0x60, ...list([[I32], [I32], [I32]]), ...list([[I32]])]])),
+    ...section(3, list([[0], [0], [1], [1]])),
     ...section(5, list([[0x00, ...unsigned(pages)]])),
-    ...section(7, list([[...name('run1'), 0x00, 0], [...name('run2'), 0x00, 1], [...name('memory'), 0x02, 0]])),
+    ...section(7, list([[...name('run1'), 0x00, 0], [...name('run2'), 0x00, 1], [...name('runTwo1'), 0x00, 2], [...name('runTwo2'), 0x00, 3], [...name('memory'), 0x02, 0]])),
     ...section(10, list(code.map((body) => [...unsigned(body.length), ...body]))),
   ]);
 }
 
 type Run = (at: number, end: number) => number;
-interface Runner { run1: Run; run2: Run; bytes: Uint8Array; ids: Uint32Array }
+type RunTwo = (a: number, half: number, end: number) => number;
+interface Runner { run1: Run; run2: Run; runTwo1: RunTwo; runTwo2: RunTwo; bytes: Uint8Array; ids: Uint32Array }
 
 /** The part of the WebAssembly API used here (its types are the DOM library's, which this project does not load). */
 interface WasmApi {
   Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object, imports: object) => { exports: { run1: Run; run2: Run; memory: { buffer: ArrayBuffer } } };
+  Instance: new (module: object, imports: object) => { exports: { run1: Run; run2: Run; runTwo1: RunTwo; runTwo2: RunTwo; memory: { buffer: ArrayBuffer } } };
 }
 
 let runner: Runner | null | undefined;
@@ -161,7 +226,7 @@ function getRunner(): Runner | null {
   try {
     const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly!;
     const { exports } = new api.Instance(new api.Module(moduleBytes()), {});
-    runner = { run1: exports.run1, run2: exports.run2, bytes: new Uint8Array(exports.memory.buffer), ids: new Uint32Array(exports.memory.buffer) };
+    runner = { ...exports, bytes: new Uint8Array(exports.memory.buffer), ids: new Uint32Array(exports.memory.buffer) };
   } catch {
     runner = null;
   }
@@ -176,6 +241,13 @@ let enabled = true;
  */
 export function useIdRun(on: boolean): void {
   enabled = on;
+}
+
+/** The ids the module wrote from `from` on (their count at `cell`) appended to `ids` at `count`: the new count. */
+function copyIds(out: Uint32Array, cell: number, from: number, ids: Uint32Array, count: number): number {
+  const got = out[cell >> 2];
+  ids.set(out.subarray(from >> 2, (from >> 2) + got), count);
+  return count + got;
 }
 
 /** Where `readIdRun` stopped and how many ids it read (reused call to call). */
@@ -195,16 +267,29 @@ export function readIdRun(bytes: Uint8Array, at: number, ids: Uint32Array, count
   if (comma < 0) return;
   const wasm = getRunner();
   if (wasm === null) return;
-  const run = bytes[comma + 1] === 0x20 ? wasm.run2 : wasm.run1;
+  const sep = bytes[comma + 1] === 0x20 ? 2 : 1;
+  const run = sep === 2 ? wasm.run2 : wasm.run1;
+  const runTwo = sep === 2 ? wasm.runTwo2 : wasm.runTwo1;
   const out = wasm.ids;
-  const slot = (IDS_AT >> 2) - 1;
   for (;;) {
     const n = Math.min(WINDOW, end - at);
     wasm.bytes.set(bytes.subarray(at, at + n));
-    const stop = run(0, n);
-    const got = out[slot];
-    ids.set(out.subarray(slot + 1, slot + 1 + got), count);
-    count += got;
+    let from = 0;
+    if (n >= TWO_STREAMS) {
+      // The second stream starts after a separator half way; its ids count only if the first reads up to it
+      // exactly (then every byte before it was ids and separators, so it starts an id of the same array).
+      const half = bytes.indexOf(0x2c, at + (n >> 1)) - at + sep;
+      if (half > sep && half < n) {
+        from = runTwo(0, half, n);
+        count = copyIds(out, COUNT, IDS_AT, ids, count);
+        if (from === half) {
+          count = copyIds(out, COUNT_B, IDS_B, ids, count);
+          from = out[STOP_B >> 2];
+        }
+      }
+    }
+    const stop = run(from, n);
+    count = copyIds(out, COUNT, IDS_AT, ids, count);
     at += stop;
     // Stopped inside the window (not at its last nine bytes), or the window held the rest of the line: done.
     if (stop + 9 <= n || n < WINDOW) break;

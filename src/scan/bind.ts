@@ -142,11 +142,13 @@ const viewsBound = new WeakSet<ByteTable>();
 /** Skip rows by scan view, then by the bytes an automaton may start on: grammars that `detect` binds share most. */
 const skipRowsByStart = new WeakMap<ByteTable, Map<string, Uint8Array>>();
 
+const startKey = (dfa: Dfa) => Buffer.from(dfa.firstBytes).toString('latin1');
+
 /** Each automaton's skip row (shared, never written after it is built). */
 function skipRows(table: ByteTable, dfas: Dfa[]): Uint8Array[] {
   let byStart = skipRowsByStart.get(table);
   if (!byStart) skipRowsByStart.set(table, (byStart = new Map()));
-  const keys = dfas.map((dfa) => Buffer.from(dfa.firstBytes).toString('latin1'));
+  const keys = dfas.map(startKey);
   const missing = new Map<string, Dfa>();
   dfas.forEach((dfa, k) => { if (!byStart.has(keys[k]) && !missing.has(keys[k])) missing.set(keys[k], dfa); });
   if (missing.size) {
@@ -159,19 +161,22 @@ function skipRows(table: ByteTable, dfas: Dfa[]): Uint8Array[] {
 function buildSkipRows(table: ByteTable, dfas: Dfa[]): Uint8Array[] {
   const index = byteIndexes.get(table) ?? (viewsBound.has(table) ? byteIndex(table) : undefined);
   viewsBound.add(table);
-  if (index) {
-    return dfas.map((dfa) => {
-      const row = index.known.slice();
-      for (let byte = 0; byte < 256; byte++) {
-        if (!dfa.firstBytes[byte]) continue;
-        for (let k = index.starts[byte], end = index.starts[byte + 1]; k < end; k++) row[index.ids[k]] = 0;
-      }
-      return row;
-    });
-  }
+  if (!index) return skipRowsInOnePass(table, dfas);
+  return dfas.map((dfa) => {
+    const row = index.known.slice();
+    for (let byte = 0; byte < 256; byte++) {
+      if (!dfa.firstBytes[byte]) continue;
+      for (let k = index.starts[byte], end = index.starts[byte + 1]; k < end; k++) row[index.ids[k]] = 0;
+    }
+    return row;
+  });
+}
+
+/** The skip rows of `dfas`, 32 automata to a pass over the vocabulary's pieces. */
+function skipRowsInOnePass(table: ByteTable, dfas: Dfa[]): Uint8Array[] {
   const { size, pieces, offsets, flags } = table;
   const rows = dfas.map(() => new Uint8Array(size));
-  // 32 automata at a time: bit k of `starts[byte]` says whether automaton `from + k` may start on the byte.
+  // Bit k of `starts[byte]` says whether automaton `from + k` may start on the byte.
   for (let from = 0; from < dfas.length; from += 32) {
     const group = Math.min(32, dfas.length - from);
     const starts = new Int32Array(256);
@@ -190,6 +195,30 @@ function buildSkipRows(table: ByteTable, dfas: Dfa[]): Uint8Array[] {
 }
 
 /**
+ * Binds several grammars to one shared scan view at once (detect binds every bundled grammar): their automata
+ * first, then the skip rows none of them has yet, all in one pass over the vocabulary (18 distinct rows for the
+ * bundled grammars), instead of one grammar after another through a byte index of the view.
+ */
+export function bindTogether(grammars: readonly CompiledGrammar[], table: ByteTable, view: ScanView): void {
+  const pending = grammars.filter((grammar) => !tablesCache.get(grammar)?.has(view.table));
+  const automata = pending.map((grammar) => scanAutomata(grammar, view));
+  let byStart = skipRowsByStart.get(view.table);
+  if (!byStart) skipRowsByStart.set(view.table, (byStart = new Map()));
+  const missing = new Map<string, Dfa>();
+  for (const dfa of automata.flat()) {
+    const key = startKey(dfa);
+    if (!byStart.has(key) && !missing.has(key)) missing.set(key, dfa);
+  }
+  const rows = skipRowsInOnePass(view.table, [...missing.values()]);
+  [...missing.keys()].forEach((key, k) => byStart.set(key, rows[k]));
+  pending.forEach((grammar, g) => {
+    let byTable = tablesCache.get(grammar);
+    if (!byTable) { byTable = new WeakMap(); tablesCache.set(grammar, byTable); }
+    byTable.set(view.table, buildTables(grammar, table, view, automata[g]));
+  });
+}
+
+/**
  * The grammar × tokenizer tables, built on first use and shared afterwards. `view`: a scan view built for the
  * literals of several grammars at once (detect binds every bundled grammar to one, so the vocabulary is rewritten
  * and indexed once, not once per set of special tokens named); by default the grammar's own. Which bytes stand for
@@ -204,13 +233,11 @@ export function grammarTables(grammar: CompiledGrammar, table: ByteTable, view?:
   return tables;
 }
 
-function buildTables(grammar: CompiledGrammar, table: ByteTable, shared?: ScanView): GrammarTables {
-  if (grammar.dfas.length > MAX_AUTOMATA) throw new Error(`grammar ${grammar.grammar.name} needs ${grammar.dfas.length} automata; at most ${MAX_AUTOMATA} are supported`);
-  const view = shared ?? buildScanView(table, declaredLiterals(grammar.grammar).map((item) => item.literal));
+/** The grammar's automata, over the scanner's bytes: a literal's special tokens become their sentinel bytes. */
+function scanAutomata(grammar: CompiledGrammar, view: ScanView): Dfa[] {
   const { encode } = view;
   const others = modelLiterals(grammar.grammar).map((item) => encode(item.literal));
-  // The same automata, over the scanner's bytes: a literal's special tokens become their sentinel bytes.
-  const dfas = grammar.dfas.map((dfa) => buildDfa(dfa.literals.map((literal) => {
+  return grammar.dfas.map((dfa) => buildDfa(dfa.literals.map((literal) => {
     if (literal.interrupt < 0) {
       const bytes = encode(literal.source);
       return { ...literal, bytes, back: bytes.length };
@@ -218,6 +245,13 @@ function buildTables(grammar: CompiledGrammar, table: ByteTable, shared?: ScanVi
     const { trigger, bytesToEnd } = interruptTrigger(encode(literal.source), others);
     return { ...literal, bytes: trigger, back: bytesToEnd };
   })));
+}
+
+function buildTables(grammar: CompiledGrammar, table: ByteTable, shared?: ScanView, automata?: Dfa[]): GrammarTables {
+  if (grammar.dfas.length > MAX_AUTOMATA) throw new Error(`grammar ${grammar.grammar.name} needs ${grammar.dfas.length} automata; at most ${MAX_AUTOMATA} are supported`);
+  const view = shared ?? buildScanView(table, declaredLiterals(grammar.grammar).map((item) => item.literal));
+  const { encode } = view;
+  const dfas = automata ?? scanAutomata(grammar, view);
   const maybe = (literal: string | undefined) => (literal === undefined ? undefined : encode(literal));
   const check = (rule: OptionalRule): OptionalCheck => ({ endsToken: rule.ends_token, followedBy: maybe(rule.followed_by) });
   const literals = {
@@ -240,6 +274,25 @@ function buildTables(grammar: CompiledGrammar, table: ByteTable, shared?: ScanVi
   return { grammar, table, scan: view.table, ...literals, skip, memo: dfas.map(newMemo), isPadding };
 }
 
+/** Per vocabulary, its known non-empty ids grouped by their first byte (`ids[starts[b] .. starts[b + 1]]`). */
+const firstByteIndexes = new WeakMap<ByteTable, { starts: Uint32Array; ids: Uint32Array }>();
+
+/** One pass over the vocabulary, shared by every padding table of it (detect asks for 12). */
+function idsByFirstByte(table: ByteTable): { starts: Uint32Array; ids: Uint32Array } {
+  let index = firstByteIndexes.get(table);
+  if (index) return index;
+  const { size, flags, offsets, pieces } = table;
+  const starts = new Uint32Array(257);
+  for (let id = 0; id < size; id++) if ((flags[id] & KNOWN) && offsets[id + 1] > offsets[id]) starts[pieces[offsets[id]] + 1]++;
+  for (let byte = 0; byte < 256; byte++) starts[byte + 1] += starts[byte];
+  const ids = new Uint32Array(starts[256]);
+  const at = starts.slice(0, 256);
+  for (let id = 0; id < size; id++) if ((flags[id] & KNOWN) && offsets[id + 1] > offsets[id]) ids[at[pieces[offsets[id]]]++] = id;
+  index = { starts, ids };
+  firstByteIndexes.set(table, index);
+  return index;
+}
+
 /** Padding tables by vocabulary, then by padding and stop texts: `detect` binds 18 grammars, most with the same padding. */
 const paddingTables = new WeakMap<ByteTable, Map<string, Uint8Array>>();
 
@@ -255,17 +308,29 @@ function paddingIds(table: ByteTable, padding: readonly string[], stop: readonly
   if (isPadding) return isPadding;
   const { size, flags, offsets, pieces } = table;
   isPadding = new Uint8Array(size);
-  const padTexts = new Set(padding);
   const stopTexts = new Set(stop);
   const decoder = new TextDecoder();
-  // Decode only the ids that could be a padding text (same first byte): a per-id decode costs ~40 ms.
-  const firstByte = new Uint8Array(256);
-  for (const text of padding) { const bytes = new TextEncoder().encode(text); if (bytes.length) firstByte[bytes[0]] = 1; }
-  for (let id = 0; id < size; id++) {
-    const length = offsets[id + 1] - offsets[id];
-    if (!(length > 0 && length < 64 && (flags[id] & KNOWN) && firstByte[pieces[offsets[id]]])) continue;
-    const text = decoder.decode(pieces.subarray(offsets[id], offsets[id + 1]));
-    if (padTexts.has(text)) isPadding[id] = stopTexts.has(text) ? 3 : 1;
+  const { starts, ids } = idsByFirstByte(table);
+  // A token's text is a padding text when its bytes are the text's UTF-8 bytes: only the ids starting with the
+  // text's first byte are compared. A text with U+FFFD or a surrogate could also be what an invalid token decodes
+  // to: for those, every id is decoded.
+  for (const text of new Set(padding)) {
+    if (!text) continue;
+    const mark = stopTexts.has(text) ? 3 : 1;
+    if (/[\uFFFD\uD800-\uDFFF]/.test(text)) {
+      for (let id = 0; id < size; id++) {
+        if ((flags[id] & KNOWN) && offsets[id + 1] > offsets[id] && decoder.decode(pieces.subarray(offsets[id], offsets[id + 1])) === text) isPadding[id] = mark;
+      }
+      continue;
+    }
+    const own = Buffer.from(text, 'utf8');
+    for (let k = starts[own[0]], end = starts[own[0] + 1]; k < end; k++) {
+      const id = ids[k];
+      if (offsets[id + 1] - offsets[id] !== own.length) continue;
+      let same = true;
+      for (let i = 0, p = offsets[id]; i < own.length && same; i++, p++) same = pieces[p] === own[i];
+      if (same) isPadding[id] = mark;
+    }
   }
   byTexts.set(key, isPadding);
   return isPadding;

@@ -24,12 +24,17 @@ import { KNOWN, SPECIAL, pieceOf, type ByteTable } from './table.ts';
 const utf8 = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** The tokenizer's special added tokens: content → id. */
-export function specialTokens(table: ByteTable): Map<string, number> {
-  const out = new Map<string, number>();
+const specialsByTable = new WeakMap<ByteTable, ReadonlyMap<string, number>>();
+
+/** The tokenizer's special added tokens: content → id. Built once per table (a pass over the vocabulary) and shared: read only. */
+export function specialTokens(table: ByteTable): ReadonlyMap<string, number> {
+  let out = specialsByTable.get(table);
+  if (out) return out;
+  const found = new Map<string, number>();
   for (let id = 0; id < table.size; id++) {
-    if ((table.flags[id] & (KNOWN | SPECIAL)) === (KNOWN | SPECIAL)) out.set(decoder.decode(pieceOf(table, id)), id);
+    if ((table.flags[id] & (KNOWN | SPECIAL)) === (KNOWN | SPECIAL)) found.set(decoder.decode(pieceOf(table, id)), id);
   }
+  specialsByTable.set(table, (out = found));
   return out;
 }
 
@@ -37,7 +42,7 @@ export function specialTokens(table: ByteTable): Map<string, number> {
 export type LiteralPart = { text: string } | { special: string; id: number };
 
 /** Cut `literal` at the special tokens it holds, leftmost first, the longest where several start at one place. */
-export function cutLiteral(literal: string, specials: Map<string, number>): LiteralPart[] {
+export function cutLiteral(literal: string, specials: ReadonlyMap<string, number>): LiteralPart[] {
   const parts: LiteralPart[] = [];
   let text = '';
   let at = 0;

@@ -43,6 +43,24 @@ describe('literalHits', () => {
     }
   });
 
+  it('with regions, finds the places inside each region (as indexOf in each alone) and none across a boundary', () => {
+    const random = seeded(11);
+    const alphabet = ['a', 'b', '<', '>', '\n', 'é'];
+    const pick = (n: number) => Array.from({ length: n }, () => alphabet[Math.floor(random() * alphabet.length)]).join('');
+    for (let round = 0; round < 100; round++) {
+      const parts = Array.from({ length: 1 + Math.floor(random() * 6) }, () => Buffer.from(pick(Math.floor(random() * 40)), 'utf8'));
+      const regions = [0];
+      for (const part of parts) regions.push(regions[regions.length - 1] + part.length);
+      const text = Buffer.concat(parts);
+      const literals = [...new Set(Array.from({ length: 1 + Math.floor(random() * 8) }, () => pick(1 + Math.floor(random() * 4))))];
+      const hits = literalHits(text, literals, regions);
+      for (const literal of literals) {
+        const expected = parts.flatMap((part, k) => placesByIndexOf(part, literal).map((at) => at + regions[k]));
+        expect([...hits.get(literal)!], `round ${round}: ${JSON.stringify(literal)}`).toEqual(expected);
+      }
+    }
+  });
+
   it('finds nothing in no bytes, and gives each literal its own entry', () => {
     const hits = literalHits(new Uint8Array(0), ['<a>', 'b']);
     expect([...hits.keys()]).toEqual(['<a>', 'b']);

@@ -225,7 +225,7 @@ describe('the plain run of ids and JSON.parse', () => {
     { arbitrary: fc.nat(9_999_999), weight: 1 }, { arbitrary: fc.constantFrom(0, 9999999, 10000000, 12345678, 99999999, 4294967295), weight: 1 },
   );
   const separator = fc.constantFrom(',', ', ', ',', ', ', ' ,', ',  ', ',\t', ',\n', ' , ');
-  const array = fc.tuple(fc.array(id, { maxLength: 300 }), fc.array(separator, { minLength: 1, maxLength: 4 }), fc.nat()).map(([ids, separators, pick]) => {
+  const array = fc.tuple(fc.array(id, { maxLength: 300, size: 'max' }), fc.array(separator, { minLength: 1, maxLength: 4 }), fc.nat()).map(([ids, separators, pick]) => {
     // Mostly one spacing for the whole array (as writers do), sometimes mixed.
     const mixed = pick % 4 === 0;
     return ids.map((value, i) => (i === 0 ? '' : mixed ? separators[(pick + i) % separators.length] : separators[0]) + value).join('');
@@ -238,6 +238,14 @@ describe('the plain run of ids and JSON.parse', () => {
     fc.nat().map((at) => (text: string) => {
       const i = at % Math.max(1, text.length);
       return text.slice(0, i) + text.slice(i + 1);
+    }),
+    // Something valid the run does not read, after some comma: the byte loop must take over there and the rest
+    // still be read (whitespace, JSON numbers that are ids written otherwise, an id of eight digits).
+    fc.tuple(fc.nat(), fc.constantFrom(' ', '\t', '\n ', '1.0,', '1e3,', '-0,', '12345678,', '4294967295,', '0,')).map(([at, insert]) => (text: string) => {
+      const commas = [...text.matchAll(/,/g)].map((m) => m.index!);
+      if (commas.length === 0) return text;
+      const i = commas[at % commas.length] + 1;
+      return text.slice(0, i) + insert + text.slice(i);
     }),
     // A leading zero before some id.
     fc.nat().map((at) => (text: string) => {
@@ -261,9 +269,9 @@ describe('the plain run of ids and JSON.parse', () => {
     let read = 0;
     fc.assert(fc.property(longLine, (text) => {
       if (check(text).ok) read++;
-    }), { numRuns: 1500 });
-    expect(read).toBeGreaterThan(100);
-  });
+    }), { numRuns: 800 });
+    expect(read).toBeGreaterThan(60);
+  }, 60_000);
 
   it('leading zeros, signs, fractions, exponents, long ids and odd spacing deep inside a long array', () => {
     const head = Array.from({ length: 40 }, (_, i) => (i * 7919) % 151_669).join(',');
@@ -300,5 +308,5 @@ describe('the plain run of ids and JSON.parse', () => {
         }
       }
     }
-  });
+  }, 60_000);
 });

