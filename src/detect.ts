@@ -340,7 +340,8 @@ function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollout
     let from = rollout.tokens.length;
     tokens += rollout.tokens.length;
     try {
-      const result = masker.mask(rollout.tokens, { promptLength: rollout.promptLength });
+      // Read before the next rollout is masked: the mask may be the masker's reused buffer.
+      const result = masker.maskReusing(rollout.tokens, { promptLength: rollout.promptLength });
       const prompt = !result.diagnostics.some((item) => item.code === 'no-prompt-end');
       const error = result.diagnostics.some((item) => item.severity === 'error');
       const misfit = result.diagnostics.some((item) => MISFIT_CODES.has(item.code));

@@ -249,7 +249,8 @@ export function handleRecord(context: RecordContext, item: InputRecord): void {
       if (mode === 'mask') {
         if (sink.rollout) sink.rollout(prepared, result);
         else if (!options.outFormat) {
-          if (plainMask && prepared.source === undefined) writeMaskLine(sink.json!, id, result);
+          // Text and messages rollouts were tokenized here: their ids go out with the mask.
+          if (plainMask) writeMaskLine(sink.json!, id, result, prepared.source !== undefined ? prepared.rollout.tokens : undefined);
           else sink.write(rollout.id, id, maskFields(table, prepared, result, options, sink.json === undefined));
         }
         html?.add(table, { id: rollout.id, tokens: rollout.tokens, result, source });

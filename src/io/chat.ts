@@ -25,6 +25,7 @@ import type { Diagnostic } from '../diagnostics.ts';
 import type { ChatMessage, LoadedTokenizer } from '../tokenizer/load.ts';
 import type { MessagesRollout, TokenRollout } from './shapes.ts';
 import { diagnostic, specialTexts } from './text.ts';
+import { isUnproven, provable, RenderProof } from './chat-proof.ts';
 
 export interface PreparedMessages {
   rollout: TokenRollout;
@@ -53,16 +54,63 @@ function holdsPrivateUse(value: unknown, depth = 0): boolean {
   return false;
 }
 
-/** A private-use character that occurs nowhere in the conversation (so nothing but a mark can match it). */
-function markFor(rollout: MessagesRollout): string {
+/**
+ * Three private-use characters that occur nowhere in the conversation (so nothing but a mark can match them):
+ * the mark, and the two a single rendering wraps contents in (chat-proof.ts).
+ */
+function marksFor(rollout: MessagesRollout): [string, string, string] {
   // Nearly always none is used, and the first will do: found without writing the conversation out as JSON.
-  if (!holdsPrivateUse(rollout.messages) && !holdsPrivateUse(rollout.tools ?? null)) return '\ue000';
+  if (!holdsPrivateUse(rollout.messages) && !holdsPrivateUse(rollout.tools ?? null)) return ['\ue000', '\ue001', '\ue002'];
   const text = JSON.stringify([rollout.messages, rollout.tools ?? null]);
-  for (let code = 0xe000; code <= 0xf8ff; code++) {
+  const marks: string[] = [];
+  for (let code = 0xe000; code <= 0xf8ff && marks.length < 3; code++) {
     const mark = String.fromCharCode(code);
-    if (!text.includes(mark)) return mark;
+    if (!text.includes(mark)) marks.push(mark);
   }
-  throw new Error('the conversation holds every private-use character (U+E000 to U+F8FF): none is left to mark its messages');
+  if (marks.length < 3) throw new Error('the conversation holds nearly every private-use character (U+E000 to U+F8FF): too few are left to mark its messages');
+  return marks as [string, string, string];
+}
+
+/**
+ * Per tokenizer and template: how often one rendering was proven, and how often it was not (a template that
+ * never allows it is then rendered twice straight away: the attempt would only add to the cost).
+ */
+const proofRecord = new WeakMap<LoadedTokenizer, Map<string, { proven: number; unproven: number }>>();
+
+/** How many conversations this tokenizer rendered once (proven) and how many it tried to and could not (for the bench). */
+export function renderingsProven(tokenizer: LoadedTokenizer): { proven: number; unproven: number } {
+  let proven = 0;
+  let unproven = 0;
+  for (const record of proofRecord.get(tokenizer)?.values() ?? []) { proven += record.proven; unproven += record.unproven; }
+  return { proven, unproven };
+}
+
+function proofWorthTrying(record: { proven: number; unproven: number }): boolean {
+  return record.unproven < 8 || record.proven * 4 >= record.unproven;
+}
+
+/** `whole` and `marked` from one rendering where chat-proof.ts proves them the two renderings' texts, else undefined. */
+function renderedOnce(tokenizer: LoadedTokenizer, messages: ChatMessage[], options: Record<string, unknown>, marks: [string, string, string]): { whole: string; marked: string } | undefined {
+  if (!provable(messages)) return undefined;
+  let records = proofRecord.get(tokenizer);
+  if (!records) proofRecord.set(tokenizer, (records = new Map()));
+  const key = typeof options.chatTemplate === 'string' ? options.chatTemplate : '';
+  let record = records.get(key);
+  if (!record) records.set(key, (record = { proven: 0, unproven: 0 }));
+  if (!proofWorthTrying(record)) return undefined;
+  const [mark, open, close] = marks;
+  const proof = new RenderProof(open, close);
+  let texts: { whole: string; marked: string } | undefined;
+  try {
+    const rendered = tokenizer.renderChatTemplate(proof.wrap(messages), options, proof);
+    texts = proof.texts(rendered, messages.filter((message) => message.role === 'assistant').map((message) => message.content as string), mark);
+  } catch (error) {
+    // Unproven, or any failure: the two renderings below give the template's own error, if it has one.
+    if (!isUnproven(error) && !(error instanceof Error)) throw error;
+  }
+  if (texts) record.proven++;
+  else record.unproven++;
+  return texts;
 }
 
 /** Per tokenizer and template options: does the generation prompt open a reasoning block itself? */
@@ -136,17 +184,19 @@ function walkRegions(whole: string, marked: string, mark: string, assistants: Ch
 export function prepareMessages(tokenizer: LoadedTokenizer, rollout: MessagesRollout, templateArgs: Record<string, unknown> = {}): PreparedMessages {
   const messages = rollout.messages as ChatMessage[];
   const options = { ...templateArgs, tools: rollout.tools ?? null };
-  const whole = tokenizer.renderChatTemplate(messages, options);
+  const marks = marksFor(rollout);
+  const once = renderedOnce(tokenizer, messages, options, marks);
+  const whole = once ? once.whole : tokenizer.renderChatTemplate(messages, options);
   const tokens = tokenizer.encode(whole);
   const specials = specialTexts(tokenizer.table);
   const diagnostics: Diagnostic[] = [];
 
   // Every assistant message marked at once; the walk places each region.
-  const mark = markFor(rollout);
+  const mark = marks[0];
   const assistantAt: number[] = [];
   messages.forEach((message, k) => { if (message.role === 'assistant') assistantAt.push(k); });
   const assistants = assistantAt.map((k) => messages[k]);
-  const marked = assistants.length ? tokenizer.renderChatTemplate(messages.map((message) => (message.role === 'assistant' ? { role: 'assistant', content: mark } : message)), options) : whole;
+  const marked = once ? once.marked : assistants.length ? tokenizer.renderChatTemplate(messages.map((message) => (message.role === 'assistant' ? { role: 'assistant', content: mark } : message)), options) : whole;
   const walked = walkRegions(whole, marked, mark, assistants);
 
   // Action character ranges in `whole`, from the assistant messages.

@@ -76,9 +76,11 @@ export function idOf(text: string): unknown {
 const tagJson = new Map<string, string>();
 
 /** The output line, written piece by piece: the same JSON as JSON.stringify, without building the object twice. `id` is already JSON. */
-export function writeMaskLine(writer: TextOut, id: string, result: MaskResult) {
+export function writeMaskLine(writer: TextOut, id: string, result: MaskResult, tokens?: ArrayLike<number>) {
   writer.write(`{"id":${id},"mask":`);
   writer.writeMask(result.mask);
+  // The ids of a rollout tokenized here (text, messages), after the mask as maskFields puts them.
+  if (tokens) writer.write(`,"tokens":[${Array.prototype.join.call(tokens, ',')}]`);
   let spans = ',"spans":[';
   let first = true;
   for (const span of result.spans) {

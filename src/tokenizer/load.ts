@@ -75,8 +75,11 @@ export interface LoadedTokenizer {
   encode(text: string, options?: EncodeOptions): number[];
   decode(ids: ArrayLike<number>, options?: DecodeOptions): string;
   applyChatTemplate(messages: ChatMessage[], options?: ChatTemplateOptions): ChatRendering;
-  /** The rendered template only (applyChatTemplate's `text`), for callers that do not need its ids. */
-  renderChatTemplate(messages: ChatMessage[], options?: ChatTemplateOptions): string;
+  /**
+   * The rendered template only (applyChatTemplate's `text`), for callers that do not need its ids. `watch` sees
+   * every step of the rendering (tagmask's own attribution uses it).
+   */
+  renderChatTemplate(messages: ChatMessage[], options?: ChatTemplateOptions, watch?: RenderWatch): string;
   /**
    * The same files as a `@huggingface/transformers` tokenizer, the reference implementation. transformers is an
    * optional peer dependency: this rejects, saying what to install, where it is not installed.
@@ -155,8 +158,20 @@ interface RenderBudget {
   /** The node a For loop is about to evaluate as its iterable (see `evaluate` below). */
   iterable: object | undefined;
   origin: string;
+  watch: RenderWatch | undefined;
 }
 let budget: RenderBudget | undefined;
+
+/**
+ * Sees every node one render evaluates, with its environment and value (src/io/chat-proof.ts proves with it
+ * that a rendering's text depends on marked messages only where the marks are carried through). `enter` returns
+ * the depth to hand back to `leave`, or to `unwind` when the node threw (a loop's break does).
+ */
+export interface RenderWatch {
+  enter(node: unknown, environment: unknown): number;
+  leave(depth: number, node: unknown, environment: unknown, value: unknown): void;
+  unwind(depth: number): void;
+}
 
 const limited = (origin: string, what: string) => new Error(`${origin}: the chat template ${what}: rendering stopped`);
 
@@ -196,7 +211,19 @@ function installLimits(jinja: Jinja): void {
     const isIterable = statement !== undefined && statement === limits.iterable;
     if (isIterable) limits.iterable = undefined;
     if (statement?.type === 'For' && statement.iterable) limits.iterable = statement.iterable.type === 'SelectExpression' && statement.iterable.lhs ? statement.iterable.lhs : statement.iterable;
-    const result = evaluate.call(this, node, environment);
+    const watch = limits.watch;
+    let result: { value: unknown };
+    if (watch === undefined) result = evaluate.call(this, node, environment);
+    else {
+      const depth = watch.enter(node, environment);
+      try {
+        result = evaluate.call(this, node, environment);
+      } catch (error) {
+        watch.unwind(depth);
+        throw error;
+      }
+      watch.leave(depth, node, environment, result);
+    }
     const value = result?.value;
     if ((typeof value === 'string' || Array.isArray(value)) && value.length > RENDER_LIMITS.chars) throw limited(limits.origin, `makes a ${typeof value === 'string' ? 'text' : 'list'} longer than ${RENDER_LIMITS.chars.toLocaleString('en-US')}`);
     if (isIterable) {
@@ -212,10 +239,10 @@ function installLimits(jinja: Jinja): void {
 }
 
 /** Render with the limits above. */
-function renderBounded(jinja: Jinja, template: InstanceType<Jinja['Template']>, origin: string, variables: Record<string, unknown>): string {
+function renderBounded(jinja: Jinja, template: InstanceType<Jinja['Template']>, origin: string, variables: Record<string, unknown>, watch?: RenderWatch): string {
   installLimits(jinja);
   const outer = budget;
-  budget = { steps: 0, iterable: undefined, origin };
+  budget = { steps: 0, iterable: undefined, origin, watch };
   try {
     return template.render(variables);
   } catch (error) {
@@ -377,7 +404,7 @@ class Engine {
     return { text, ids: this.encode(text) };
   }
 
-  renderChatTemplate(messages: ChatMessage[], options: ChatTemplateOptions = {}): string {
+  renderChatTemplate(messages: ChatMessage[], options: ChatTemplateOptions = {}, watch?: RenderWatch): string {
     const { tools = null, documents = null, addGenerationPrompt = false, chatTemplate: _chosen, ...variables } = options;
     const { source, origin } = this.templateSource(options);
     let template = this.templates.get(source);
@@ -390,7 +417,7 @@ class Engine {
       }
       this.templates.set(source, template);
     }
-    return renderBounded(jinja, template, origin, { messages, add_generation_prompt: addGenerationPrompt, tools, documents, ...this.variables, ...variables });
+    return renderBounded(jinja, template, origin, { messages, add_generation_prompt: addGenerationPrompt, tools, documents, ...this.variables, ...variables }, watch);
   }
 }
 
@@ -625,7 +652,7 @@ function loaded(path: string, table: ByteTable, parse: () => TokenizerJson, sour
       const text = engine().renderChatTemplate(messages, options);
       return { text, ids: (encoder() ?? engine()).encode(text) };
     },
-    renderChatTemplate: (messages, options) => engine().renderChatTemplate(messages, options),
+    renderChatTemplate: (messages, options, watch) => engine().renderChatTemplate(messages, options, watch),
     transformers: () => (reference ??= buildTransformersTokenizer(parse(), configOf(), path)),
   };
 }

@@ -67,7 +67,7 @@ describe('detect binds every grammar to one scan view', () => {
         }
       }
     }
-  });
+  }, 60_000);
 });
 
 describe('detect says what it cannot tell', () => {
