@@ -12,9 +12,10 @@ import { bundledGrammarNames, loadGrammar } from './grammar/load.ts';
 import type { CompiledGrammar } from './grammar/compile.ts';
 import { byteAutomaton } from './grammar/automata.ts';
 import type { Grammar } from './grammar/schema.ts';
-import { Masker } from './masker.ts';
+import { Masker, type Scanned } from './masker.ts';
+import { severityOf } from './diagnostics.ts';
+import type { Segments } from './scan/segments.ts';
 import { bindTogether } from './scan/bind.ts';
-import type { Span } from './scan/spans.ts';
 import { KNOWN, SPECIAL, type ByteTable } from './tokenizer/table.ts';
 import { declaredLiterals } from './grammar/check.ts';
 import { buildScanView, sentinelOverflow, type ScanView } from './tokenizer/special.ts';
@@ -148,7 +149,11 @@ interface Stream { bytes: Buffer; starts: Int32Array; unknown: number; specials:
  * a view of it), so that the literals are searched once for all rollouts and all grammars (`hits`, filled by
  * `literalHits`), not once per literal per rollout per grammar.
  */
-interface Streams { all: Buffer; base: Int32Array; streams: Stream[]; hits: Map<string, Int32Array> }
+interface Streams {
+  all: Buffer; base: Int32Array; streams: Stream[]; hits: Map<string, Int32Array>;
+  /** The rollouts for maskBatch: their ids back to back, where each starts, each one's prompt length (-1: find it), and a mask for all. */
+  ids: Uint32Array; tokenStarts: Uint32Array; promptLengths: Int32Array; mask: Uint8Array;
+}
 
 /** The rollouts' bytes, and where each of `literals` occurs in them. */
 function streamsOf(table: ByteTable, rollouts: readonly DetectRollout[], literals: readonly string[]): Streams {
@@ -162,7 +167,17 @@ function streamsOf(table: ByteTable, rollouts: readonly DetectRollout[], literal
     copyPieces(table, rollout.tokens, all, base[r]);
     return { bytes: all.subarray(base[r], base[r + 1]), ...measured[r] };
   });
-  return { all, base, streams, hits: literalHits(all, literals, base) };
+  const tokenStarts = new Uint32Array(rollouts.length + 1);
+  rollouts.forEach((rollout, r) => { tokenStarts[r + 1] = tokenStarts[r] + rollout.tokens.length; });
+  const ids = new Uint32Array(tokenStarts[rollouts.length]);
+  rollouts.forEach((rollout, r) => ids.set(rollout.tokens, tokenStarts[r]));
+  // A prompt length that is not a whole number of tokens within the rollout cannot be masked: the rollout counts
+  // as an error (scanRollout refuses one past its end); none (or a negative one) means find the prompt's end.
+  // So does one with an id that is not a whole number a Uint32Array holds as it is (which the scan would have
+  // refused as unknown).
+  const exact = (tokens: ArrayLike<number>) => tokens instanceof Uint32Array || Array.prototype.every.call(tokens, (id: number) => Number.isInteger(id) && id >= 0 && id <= 0xffffffff);
+  const promptLengths = Int32Array.from(rollouts, ({ promptLength: p, tokens }) => (!exact(tokens) ? tokens.length + 1 : p === undefined || !(p >= 0) ? -1 : Number.isInteger(p) && p <= tokens.length ? p : tokens.length + 1));
+  return { all, base, streams, hits: literalHits(all, literals, base), ids, tokenStarts, promptLengths, mask: new Uint8Array(ids.length) };
 }
 
 /** Where each token's bytes start (ids outside the table have none), how many such ids, and where the special tokens are. */
@@ -280,22 +295,26 @@ class Readings {
     this.endAt = new Int32Array(rollouts);
   }
   has(r: number): boolean { return this.actionAt[r] >= 0; }
-  add(r: number, spans: readonly Span[]): void {
+  /** Rollout `r` from its scan's segments: action where the state's mask value is 1, trailing where its kind is (as its spans would say). */
+  add(r: number, segments: Segments, n: number, stateMask: Int8Array, states: ReadonlyArray<{ kind: string }>): void {
     this.actionAt[r] = this.used;
-    this.addRuns(spans, true);
+    this.addRuns(segments, n, (state) => stateMask[state] === 1);
     this.trailingAt[r] = this.used;
-    this.addRuns(spans, false);
+    this.addRuns(segments, n, (state) => states[state].kind === 'trailing');
     this.endAt[r] = this.used;
   }
-  /** The action spans' runs, or the trailing spans', touching spans joined. */
-  private addRuns(spans: readonly Span[], action: boolean): void {
+  /** The non-empty segments whose state `take`s, touching ones joined. */
+  private addRuns(segments: Segments, n: number, take: (state: number) => boolean): void {
     const first = this.used;
-    for (const span of spans) {
-      if ((action ? span.role !== 'action' : span.tag !== 'trailing') || span.end === span.start) continue;
-      if (this.used > first && this.runs[this.used - 1] === span.start) { this.runs[this.used - 1] = span.end; continue; }
+    const { count, starts, state } = segments;
+    for (let j = 0; j < count; j++) {
+      const start = starts[j];
+      const end = j + 1 < count ? starts[j + 1] : n;
+      if (end <= start || !take(state[j])) continue;
+      if (this.used > first && this.runs[this.used - 1] === start) { this.runs[this.used - 1] = end; continue; }
       if (this.used + 2 > this.runs.length) { const grown = new Int32Array(this.runs.length * 2); grown.set(this.runs); this.runs = grown; }
-      this.runs[this.used++] = span.start;
-      this.runs[this.used++] = span.end;
+      this.runs[this.used++] = start;
+      this.runs[this.used++] = end;
     }
   }
 }
@@ -336,45 +355,72 @@ function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollout
   const readings = new Readings(rollouts.length);
   // Markers count only after this grammar's prompt end: a prompt quotes the tags it asks for (Search-R1's does).
   const afterPrompt = new Int32Array(rollouts.length);
-  rollouts.forEach((rollout, r) => {
-    let from = rollout.tokens.length;
-    tokens += rollout.tokens.length;
-    try {
-      // Read before the next rollout is masked: the mask may be the masker's reused buffer.
-      const result = masker.maskReusing(rollout.tokens, { promptLength: rollout.promptLength });
-      const prompt = !result.diagnostics.some((item) => item.code === 'no-prompt-end');
-      const error = result.diagnostics.some((item) => item.severity === 'error');
-      const misfit = result.diagnostics.some((item) => MISFIT_CODES.has(item.code));
-      const { mask } = result;
-      let ones = 0;
-      for (let i = 0; i < mask.length; i++) ones += mask[i];
-      trained += ones;
-      const action = ones > 0;
-      if (prompt) promptFound++;
-      if (action) withAction++;
-      if (error) withErrors++;
-      if (misfit) misfits++;
-      if (result.diagnostics.some((item) => MODEL_VIOLATION_CODES.has(item.code))) modelViolations++;
-      if (prompt && action && !error && !misfit) clean++;
-      // Trained special tokens that none of the grammar's model-side literals names, in token order.
-      let unnamed = 0;
-      for (const i of streams[r].specials) {
-        const id = rollout.tokens[i];
-        if (!mask[i] || !isUnnamedSpecial(id)) continue;
-        unnamed++;
-        if (unexplained.examples.length < 4) {
-          const piece = decoder.decode(table.pieces.subarray(table.offsets[id], table.offsets[id + 1]));
-          if (!unexplained.examples.includes(piece)) unexplained.examples.push(piece);
-        }
+  const { ids, tokenStarts, promptLengths, mask } = corpus;
+  const { stateMask } = masker.bound;
+  const { states } = grammar;
+  // What one rollout's scan says, read straight off its segments (spans and messages are never built): the codes
+  // it raised, its mask, its action and trailing runs, where its prompt ends.
+  const read = (r: number, scanned: Scanned) => {
+    const { segments } = scanned;
+    const n = scanned.tokens.length;
+    let prompt = true;
+    let error = false;
+    let misfit = false;
+    let violation = false;
+    // (`no-action`, which mask() adds when nothing is action, is a warning and neither kind of sign.)
+    for (const record of segments.records) {
+      if (record.code === 'no-prompt-end') prompt = false;
+      if (severityOf(record.code) === 'error') error = true;
+      if (MISFIT_CODES.has(record.code)) misfit = true;
+      if (MODEL_VIOLATION_CODES.has(record.code)) violation = true;
+    }
+    const at = scanned.from;
+    let ones = 0;
+    for (let i = at; i < at + n; i++) ones += mask[i];
+    trained += ones;
+    const action = ones > 0;
+    if (prompt) promptFound++;
+    if (action) withAction++;
+    if (error) withErrors++;
+    if (misfit) misfits++;
+    if (violation) modelViolations++;
+    if (prompt && action && !error && !misfit) clean++;
+    // Trained special tokens that none of the grammar's model-side literals names, in token order.
+    let unnamed = 0;
+    for (const i of streams[r].specials) {
+      const id = ids[at + i];
+      if (!mask[at + i] || !isUnnamedSpecial(id)) continue;
+      unnamed++;
+      if (unexplained.examples.length < 4) {
+        const piece = decoder.decode(table.pieces.subarray(table.offsets[id], table.offsets[id + 1]));
+        if (!unexplained.examples.includes(piece)) unexplained.examples.push(piece);
       }
-      if (unnamed) { unexplained.tokens += unnamed; unexplained.rollouts++; }
-      if (prompt) readings.add(r, result.spans);
-      from = result.spans.find((span) => span.tag !== 'prompt')?.start ?? rollout.tokens.length;
-    } catch {
-      withErrors++;
+    }
+    if (unnamed) { unexplained.tokens += unnamed; unexplained.rollouts++; }
+    if (prompt) readings.add(r, segments, n, stateMask, states);
+    // The first token outside the prompt (the spans' first that is not the prompt).
+    let from = n;
+    for (let j = 0; j < segments.count; j++) {
+      const end = j + 1 < segments.count ? segments.starts[j + 1] : n;
+      if (end > segments.starts[j] && states[segments.state[j]].kind !== 'prompt') { from = segments.starts[j]; break; }
     }
     afterPrompt[r] = corpus.base[r] + streams[r].starts[from];
-  });
+  };
+  // All rollouts in one maskBatch call; one that cannot be masked ends the call, counts as an error, and the
+  // batch goes on after it.
+  for (let r = 0; r < rollouts.length;) {
+    let last = -1;
+    try {
+      masker.maskBatch(ids, tokenStarts.subarray(r), promptLengths.subarray(r), mask, (i, scanned) => { last = i; read(r + i, scanned); });
+      break;
+    } catch {
+      const failed = r + last + 1;
+      withErrors++;
+      afterPrompt[failed] = corpus.base[failed] + streams[failed].starts[rollouts[failed].tokens.length];
+      r = failed + 1;
+    }
+  }
+  for (const rollout of rollouts) tokens += rollout.tokens.length;
 
   const literals = grammarLiterals(spec);
   const found: LiteralEvidence[] = [];

@@ -46,26 +46,11 @@ export class Masker {
 
   /** Mask one rollout, with its spans and diagnostics. Throws RolloutError for input it cannot mask. */
   mask(tokens: ArrayLike<number>, options: MaskOptions = {}): MaskResult {
-    return this.maskInto(tokens, options, new Uint8Array(tokens.length));
-  }
-
-  /**
-   * `mask()` for a caller that is done with the result before it masks again (detect masks every rollout with
-   * every grammar): the mask is a view of a buffer this masker reuses, not a new array per rollout.
-   */
-  maskReusing(tokens: ArrayLike<number>, options: MaskOptions = {}): MaskResult {
-    if (this.reused.length < tokens.length) this.reused = new Uint8Array(Math.max(tokens.length, 2 * this.reused.length));
-    return this.maskInto(tokens, options, this.reused.subarray(0, tokens.length));
-  }
-
-  private reused = new Uint8Array(0);
-
-  /** Every value of `mask` (tokens.length long) is written. */
-  private maskInto(tokens: ArrayLike<number>, options: MaskOptions, mask: Uint8Array): MaskResult {
     const { bound, cursor } = this;
     const segments = cursor.out;
     scanRollout(bound, tokens, options.promptLength ?? -1, cursor);
     const starts = segmentStarts(bound, segments);
+    const mask = new Uint8Array(tokens.length);
     const anyAction = fillMask(bound, segments, starts, tokens.length, mask);
     return this.resultOfScan(tokens, mask, anyAction);
   }

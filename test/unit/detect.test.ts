@@ -70,6 +70,31 @@ describe('detect binds every grammar to one scan view', () => {
   }, 60_000);
 });
 
+describe('one rollout that cannot be masked', () => {
+  // It counts as an error for every grammar and takes nothing else with it: the others are judged as without it.
+  it.each([
+    ['an id outside the vocabulary', (tokens: number[]) => [...tokens.slice(0, 5), 10_000_000, ...tokens.slice(5)]],
+    ['an id that is not a whole number', (tokens: number[]) => [...tokens.slice(0, 5), 1.5, ...tokens.slice(5)]],
+    ['a prompt length past its end', (tokens: number[]) => tokens],
+  ] as const)('%s', async (what, spoil) => {
+    const suite = suites().find((item) => item.folder === 'search-r1-qwen3')!;
+    const { table } = await loadTokenizer(suite.tokenizer);
+    const bad = { tokens: spoil(suite.rollouts[1].tokens), promptLength: what.startsWith('a prompt') ? suite.rollouts[1].tokens.length + 3 : suite.rollouts[1].promptLength };
+    const others = suite.rollouts.filter((_, r) => r !== 1);
+    const without = detectGrammar(others, table);
+    const withBad = detectGrammar([others[0], bad, ...others.slice(1)], table);
+    expect(withBad.rollouts).toBe(without.rollouts + 1);
+    for (const candidate of withBad.candidates) {
+      const alone = without.candidates.find((item) => item.grammar === candidate.grammar)!;
+      expect(candidate.withErrors, candidate.grammar).toBe(alone.withErrors + 1);
+      for (const key of ['promptFound', 'withAction', 'misfits', 'modelViolations', 'clean', 'unexplainedSpecial'] as const) expect(candidate[key], `${candidate.grammar} ${key}`).toEqual(alone[key]);
+      // The same tokens trained (the share is of all tokens, the bad rollout's too).
+      const count = (rollouts: typeof others) => rollouts.reduce((n, rollout) => n + rollout.tokens.length, 0);
+      expect(Math.round(candidate.actionShare * (count(others) + bad.tokens.length)), candidate.grammar).toBe(Math.round(alone.actionShare * count(others)));
+    }
+  });
+});
+
 describe('detect says what it cannot tell', () => {
   const qwenTools = suites().find((suite) => suite.folder === 'qwen3-tools-qwen3')!;
 
