@@ -440,6 +440,8 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
   const stats = cacheDir ? sourceStats(path) : undefined;
   const digestFile = cacheDir && join(cacheDir, `digest-${createHash('sha256').update(path).digest('hex').slice(0, 32)}.json`);
   const remembered = stats && digestFile ? rememberedDigest(digestFile, path, stats) : undefined;
+  // (A cold start's reading is most of its work: the time it reports starts here.)
+  const started = Date.now();
   let read = cacheDir && !remembered ? readSource(path, true) : undefined;
   const source = remembered ?? (cacheDir ? sourceDigest(path, read?.hash) : '');
   let cacheFile = cacheDir && join(cacheDir, `${source.slice(0, 40)}.bin`);
@@ -462,11 +464,10 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
   if (table) read = undefined;
   else {
     // Only the table: the engine (encode, chat templates) is built where it is used, as on a warm cache.
-    const started = Date.now();
     const say = tableLog;
     say?.(`${path}: first use, building its byte table${cacheFile ? ` (cached in ${dirname(cacheFile)})` : ''} …`, false);
     try {
-      say?.(`${path}: reading the vocabulary and building the byte table …`, true);
+      say?.(`${path}: ${read?.vocab ? 'building the byte table from the vocabulary read' : 'reading the vocabulary and building the byte table'} …`, true);
       // Straight from the bytes where that is certain to give the same table, else from the parsed file.
       if (!isTiktokenPath(path)) {
         read ??= readSource(path, false);

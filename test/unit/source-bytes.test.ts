@@ -13,7 +13,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadTokenizer, resolveTokenizerPath, tableFromBytes } from '../../src/tokenizer/load.ts';
+import { loadTokenizer, onTableBuild, resolveTokenizerPath, tableFromBytes } from '../../src/tokenizer/load.ts';
 import { readSourceBytes } from '../../src/tokenizer/source-bytes.ts';
 import { buildByteTable, type ByteTable, type TokenizerJson } from '../../src/tokenizer/table.ts';
 
@@ -170,6 +170,33 @@ describe('a cold start builds the parsed file\'s table from what was kept', () =
       expectSameTable((await loadTokenizer(path)).table, want); // cold: built
       expectSameTable((await loadTokenizer(path)).table, want); // warm: read from the cache
     } finally {
+      if (previous === undefined) delete process.env.TAGMASK_CACHE;
+      else process.env.TAGMASK_CACHE = previous;
+    }
+  });
+});
+
+describe('a cold start says what it does', () => {
+  it('on a first use: that the table is built, its steps, and when it is done; nothing once cached', async () => {
+    const folder = mkdtempSync(join(dir, 'tok-'));
+    const path = join(folder, 'tokenizer.json');
+    writeFileSync(path, parts('["a", "b"]').text);
+    const lines: Array<[string, boolean]> = [];
+    const previous = process.env.TAGMASK_CACHE;
+    process.env.TAGMASK_CACHE = mkdtempSync(join(dir, 'cache-'));
+    onTableBuild((line, progress) => lines.push([line, progress]));
+    try {
+      await loadTokenizer(path);
+      expect(lines.map(([line]) => line.slice(0, path.length + 2))).toEqual([`${path}: `, `${path}: `, `${path}: `]);
+      expect(lines[0][0]).toMatch(/first use, building its byte table \(cached in .*\) …$/);
+      expect(lines[1]).toEqual([`${path}: building the byte table from the vocabulary read …`, true]);
+      expect(lines[2][0]).toMatch(/: byte table of 10 ids built in \d+\.\d s$/);
+      expect(lines[2][1]).toBe(false);
+      lines.length = 0;
+      await loadTokenizer(path);
+      expect(lines).toEqual([]);
+    } finally {
+      onTableBuild(undefined);
       if (previous === undefined) delete process.env.TAGMASK_CACHE;
       else process.env.TAGMASK_CACHE = previous;
     }
