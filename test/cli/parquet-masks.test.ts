@@ -62,7 +62,9 @@ describe('Parquet masks hold what JSONL masks hold, row for row', { timeout: 240
     for (const sample of samples) {
       const value = JSON.parse(sample);
       lines.push(sample);
-      const plain: Record<string, unknown> = { id: `${value.id}/${round}`, tokens: value.tokens };
+      // Ids beyond ASCII (written as UTF-8, compared and paged by their bytes), and an empty one.
+      const id = round === 5 ? '' : round % 10 === 1 ? `${value.id}/ラウンド${round}/🎲` : `${value.id}/${round}`;
+      const plain: Record<string, unknown> = { id, tokens: value.tokens };
       if (value.prompt_length !== undefined) plain.prompt_length = value.prompt_length;
       lines.push(JSON.stringify(plain));
       plainValues.push(plain);
