@@ -101,9 +101,13 @@ export class RenderProof implements RenderWatch {
       }
       if (result && CONTAINERS.has(result.type)) this.containers.add(result);
     }
-    if (at.type === 'Macro') this.macros.add((environment as Scope).lookupVariable((at.name as { value: string }).value));
-    else if (at.type === 'Identifier') this.found(at, environment as Scope, result);
-    if (depth !== 0 && this.holdsMark(result)) (this.children[depth - 1] ??= []).push(at, result);
+    const type = at.type;
+    if (type === 'Macro') this.macros.add((environment as Scope).lookupVariable((at.name as { value: string }).value));
+    else if (type === 'Identifier' && at.value === 'loop') this.found(at, environment as Scope, result);
+    if (depth === 0 || result === undefined || result === null) return;
+    // Most values are texts without a mark: told at once.
+    const inner = result.value;
+    if (typeof inner === 'string' ? inner.includes(this.open) : this.holdsMark(result)) (this.children[depth - 1] ??= []).push(at, result);
   }
 
   /**
