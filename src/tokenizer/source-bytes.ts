@@ -1,7 +1,7 @@
 /**
- * tokenizer.json read for a cold start (issue 21 goal 5): in 256 KiB reads, each hashed as it comes, with the
- * contents of the merges array left out as they stream past. The byte table never reads the merges, and they are
- * most of a large file (gpt-oss: 22 of its 26 MB). Reading the whole file into memory the process never touched
+ * tokenizer.json read for a cold start (issue 21 goal 5): in 256 KiB reads, each hashed as it comes, the vocabulary
+ * read entry by entry as it streams past (only its keys kept) and the contents of the merges array left out. The
+ * byte table never reads the merges, and they are most of a large file (gpt-oss: 22 of its 26 MB). Reading the whole file into memory the process never touched
  * cost more than anything done with it on the VMs we measured (page faults: 26 MB read at once 160–180 ms, in
  * reads that reuse the same pages 10–30 ms), and hashing one piece at a time stays in the processor's cache.
  */
@@ -93,7 +93,7 @@ export function readSourceBytes(path: string, hashing: boolean, readSize = READ_
           end = contents + end - close;
         } else break;
         // Past the value: on to the other one, if it is still to come.
-        state = vocab?.close !== undefined && vocab.close >= 0 && merges?.closed ? 'after' : 'search';
+        state = vocab && vocab.close >= 0 && merges?.closed ? 'after' : 'search';
         searchFrom = contents;
         at = contents;
       }
@@ -105,7 +105,7 @@ export function readSourceBytes(path: string, hashing: boolean, readSize = READ_
   }
 }
 
-/** The whole file, hashed (where `hashing`): for a file whose merges cannot be left out for certain. */
+/** The whole file, hashed (where `hashing`): for a file whose vocabulary or merges cannot be left out for certain. */
 export function readWhole(path: string, hashing: boolean): SourceBytes & { hash?: Hash } {
   const bytes = readFileSync(path);
   return { bytes, mergesLeftOut: false, utf8: isUtf8(bytes), hash: hashing ? createHash('sha256').update(bytes) : undefined };
@@ -120,8 +120,8 @@ function grow(buffer: Buffer, used: number): Buffer {
 const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 
 /**
- * The first of `first` and `second` (either may be left out) in [from, end) followed by a colon and `{` (the
- * vocabulary) or `[` (the merges): `open` is that bracket. Else open -1 and `resume`, where to search once more
+ * The first of the keys `vocab` and `merges` (either may be left out, once read) in [from, end) followed by a colon
+ * and `{` (the vocabulary) or `[` (the merges): `open` is that bracket, `key` which one. Else open -1 and `resume`, where to search once more
  * bytes are read (a key that the end of what is read cuts is found then).
  */
 function findOpen(bytes: Buffer, from: number, end: number, vocab: Buffer | undefined, merges: Buffer | undefined): { open: number; key?: Buffer; resume: number } {
