@@ -10,7 +10,7 @@ import { generalRecord, readRecord, readRecordBatches, recordId, recordText, typ
 import { ByteOut, MaskLines, scannedNeedsResult, writeSpans, type MaskedRow, type TextOut } from './io/mask-lines.ts';
 import { maskInParallel, threadCpuMs } from './jobs.ts';
 import { errorLine, idJson, idOf, idText, errorMessage, writable, writeMaskLine } from './io/lines.ts';
-import { JsonBytes, parquetColumns, ParquetRowWriter, ParquetValueError, type DeclaredColumn } from './io/parquet.ts';
+import { FlagBytes, JsonBytes, parquetColumns, ParquetRowWriter, ParquetValueError, type DeclaredColumn } from './io/parquet.ts';
 import { jsonText } from './io/json.ts';
 import { fileFormat } from './io/format.ts';
 import { maskPrepared, prepareRollout, type Prepared } from './io/prepare.ts';
@@ -116,11 +116,11 @@ async function openSink(output: string | undefined, input: string, own: Declared
 }
 
 /** An empty list of diagnostics, as the json column holds it. */
-const NO_DIAGNOSTICS = new JsonBytes(Buffer.from('[]'));
+const NO_DIAGNOSTICS = new JsonBytes(new TextEncoder().encode('[]'));
 
 /**
  * The batched mask path's rows, for the output columns MASK_COLUMNS declares in the default mask form: the mask
- * copied out of the batch's buffer, the spans' JSON written straight from the scan (what jsonText gives for
+ * lent from the batch's buffer, the spans' JSON written straight from the scan (what jsonText gives for
  * `mask()`'s spans), no per-rollout objects; a rollout with a diagnostic or tag attributes through `result()`,
  * as the general path writes it.
  */
@@ -138,7 +138,7 @@ function maskedRows(rows: ParquetRowWriter, summary: RunSummary): MaskedRow {
     spans.write('[');
     const actionTokens = writeSpans(spans, heads, scanned);
     spans.write(']');
-    rows.write({ id, mask: scanned.mask.slice(scanned.from, scanned.from + n), spans: new JsonBytes(Uint8Array.prototype.slice.call(spans.buffer, 0, spans.used)), diagnostics: NO_DIAGNOSTICS });
+    rows.write({ id, mask: new FlagBytes(scanned.mask.subarray(scanned.from, scanned.from + n)), spans: new JsonBytes(spans.buffer.subarray(0, spans.used)), diagnostics: NO_DIAGNOSTICS });
     summary.rollouts++;
     summary.tokens += n;
     summary.actionTokens += actionTokens;

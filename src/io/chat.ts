@@ -156,6 +156,8 @@ function walkRegions(whole: string, marked: string, mark: string, assistants: Ch
     const before = segments[i];
     // The common part: whole and the template text before this mark, until they part.
     let v = 0;
+    // Nearly always all of it (compared at once); else character by character to where they part.
+    if (whole.startsWith(before, w)) { w += before.length; v = before.length; }
     while (v < before.length && w < whole.length && whole.charCodeAt(w) === before.charCodeAt(v)) { w++; v++; }
     const start = w;
     // The region ends where the text after the mark resumes: its first characters, as close as they occur
@@ -168,8 +170,10 @@ function walkRegions(whole: string, marked: string, mark: string, assistants: Ch
       const anchor = after.slice(0, Math.min(ANCHOR, after.length));
       const content = visibleContent(assistants[i]);
       if (anchor.length > 0) {
-        for (let at = whole.indexOf(anchor, start); at >= 0; at = whole.indexOf(anchor, at + 1)) {
-          if (!content || whole.slice(start, at).includes(content)) { end = at; break; }
+        // The first place of the anchor with the content inside [start, at): the content's first place from start, if it ends by then.
+        const held = content ? whole.indexOf(content, start) : start;
+        for (let at = whole.indexOf(anchor, start); at >= 0 && held >= 0; at = whole.indexOf(anchor, at + 1)) {
+          if (held + content.length <= at) { end = at; break; }
         }
       }
     }

@@ -6,13 +6,15 @@
  * where an id's digits end and what they are worth without a branch per digit needs 64-bit integers (one load,
  * a mask of the non-digit bytes, its trailing zeros, three multiply-adds that sum the digits in pairs, fours and
  * eights), which JavaScript lacks: the same with two 32-bit halves, tried in JS, was slower than the byte loop
- * (many more operations). The function below is that loop, assembled here by hand: no tool or dependency.
+ * (many more operations). The functions below are that loop, assembled here by hand: no tool or dependency.
  *
- * It reads only the plain run: ids of 1 to 7 digits, no leading zero, each followed by a comma, or by a comma and
- * one space where the array's first comma has one (json.dumps' spacing). It stops before anything else (the last id, `]`, other spacing, a sign, a fraction, an
- * exponent, a longer number, any other byte) and leaves it to the byte loop, which reads or rejects the rest of
- * the array as it always did. So the ids and the lines accepted are the byte loop's by construction
- * (test/unit/rollout-reader.test.ts checks both against JSON.parse).
+ * It reads only the plain run: ids of 1 to 7 digits, no leading zero, each followed by a comma, or by a comma
+ * and one space where the array's first comma has one (json.dumps' spacing). It stops before anything else (the
+ * last id, `]`, other spacing, a sign, a fraction, an exponent, a longer number, any other byte) and leaves it to
+ * the byte loop, which reads or rejects the rest of the array as it always did. So the ids and the lines accepted
+ * are the byte loop's by construction (test/unit/rollout-reader.test.ts checks both against JSON.parse, with the
+ * run and without). A long window is read as two streams at once (runTwo), which keeps the processor busier.
+ * Measured (bench/README.md, CLI stages): readPlainLine at 0.52-0.56 of the byte loop's CPU in paired runs.
  */
 
 /** Bytes copied into the module per call; a longer line is read window after window. */
@@ -246,8 +248,15 @@ export function useIdRun(on: boolean): void {
 /** The ids the module wrote from `from` on (their count at `cell`) appended to `ids` at `count`: the new count. */
 function copyIds(out: Uint32Array, cell: number, from: number, ids: Uint32Array, count: number): number {
   const got = out[cell >> 2];
-  ids.set(out.subarray(from >> 2, (from >> 2) + got), count);
+  ids.set(new Uint32Array(out.buffer, from, got), count);
   return count + got;
+}
+
+/** The first comma in `bytes` from `at` on, or -1 (a loop: the comma is a few bytes on, nearer than a call to indexOf). */
+function nextComma(bytes: Uint8Array, at: number): number {
+  const end = bytes.length;
+  while (at < end && bytes[at] !== 0x2c) at++;
+  return at < end ? at : -1;
 }
 
 /** Where `readIdRun` stopped and how many ids it read (reused call to call). */
@@ -263,7 +272,7 @@ export function readIdRun(bytes: Uint8Array, at: number, ids: Uint32Array, count
   idRun.count = count;
   const end = bytes.length;
   if (!enabled || end - at < MIN_BYTES) return;
-  const comma = bytes.indexOf(0x2c, at);
+  const comma = nextComma(bytes, at);
   if (comma < 0) return;
   const wasm = getRunner();
   if (wasm === null) return;
@@ -273,12 +282,12 @@ export function readIdRun(bytes: Uint8Array, at: number, ids: Uint32Array, count
   const out = wasm.ids;
   for (;;) {
     const n = Math.min(WINDOW, end - at);
-    wasm.bytes.set(bytes.subarray(at, at + n));
+    wasm.bytes.set(new Uint8Array(bytes.buffer, bytes.byteOffset + at, n));
     let from = 0;
     if (n >= TWO_STREAMS) {
       // The second stream starts after a separator half way; its ids count only if the first reads up to it
       // exactly (then every byte before it was ids and separators, so it starts an id of the same array).
-      const half = bytes.indexOf(0x2c, at + (n >> 1)) - at + sep;
+      const half = nextComma(bytes, at + (n >> 1)) - at + sep;
       if (half > sep && half < n) {
         from = runTwo(0, half, n);
         count = copyIds(out, COUNT, IDS_AT, ids, count);

@@ -71,6 +71,11 @@ export class ByteOut implements TextOut {
     this.used = at;
   }
 
+  /** TextOut's name for bytes(). */
+  writeBytes(bytes: Uint8Array): void {
+    this.bytes(bytes);
+  }
+
   /** A non-negative integer's digits. */
   int(value: number): void {
     this.reserve(16);

@@ -53,7 +53,10 @@ export interface ParquetRow {
   batchEnd?: true;
 }
 
-type Library = typeof import('hyparquet') & {
+type Library = {
+  parquetMetadataAsync: typeof import('hyparquet/src/metadata.js').parquetMetadataAsync;
+  parquetSchema: typeof import('hyparquet/src/metadata.js').parquetSchema;
+  snappyUncompress: typeof import('hyparquet/src/snappy.js').snappyUncompress;
   parquetHeader: typeof import('hyparquet/src/column.js').parquetHeader;
   readDataPage: typeof import('hyparquet/src/datapage.js').readDataPage;
   readDataPageV2: typeof import('hyparquet/src/datapage.js').readDataPageV2;
@@ -68,6 +71,25 @@ type Library = typeof import('hyparquet') & {
   compressors: Record<string, (input: Uint8Array, outputLength: number) => Uint8Array>;
 };
 
+let extraCodecsLoaded: typeof import('hyparquet-compressors') | undefined;
+
+/**
+ * hyparquet-compressors (ZSTD, LZ4), loaded by readParquetRows for a file whose column chunks use them: its modules
+ * cost ~90 ms of CPU to load, a tenth of reading 14 M tokens of SNAPPY Parquet that never needs them.
+ */
+async function loadExtraCodecs(metadata: FileMetaData): Promise<void> {
+  if (extraCodecsLoaded) return;
+  const needed = metadata.row_groups.some((group) => group.columns.some((chunk) => EXTRA_CODECS.has(chunk.meta_data?.codec ?? '')));
+  if (needed) extraCodecsLoaded = await import('hyparquet-compressors');
+}
+
+const EXTRA_CODECS = new Set(['ZSTD', 'LZ4', 'LZ4_RAW']);
+
+function extraCodecs(codec: string): typeof import('hyparquet-compressors') {
+  if (!extraCodecsLoaded) throw new ParquetLimit(`a ${codec} page in a column chunk whose metadata names another codec`);
+  return extraCodecsLoaded;
+}
+
 /** What hyparquet's page readers take about a column (its ColumnDecoder, not exported by name). */
 type ColumnDecoder = Parameters<Library['readDataPage']>[2];
 
@@ -76,9 +98,10 @@ let library: Promise<Library> | undefined;
 /** hyparquet and the decompressors, loaded when a Parquet file is met (they cost every CLI start ~50 ms otherwise). */
 function load(): Promise<Library> {
   library ??= (async () => {
-    const [main, column, datapage, plain, schema, extra, convert, assemble, snappy] = await Promise.all([
-      import('hyparquet'), import('hyparquet/src/column.js'), import('hyparquet/src/datapage.js'), import('hyparquet/src/plain.js'),
-      import('hyparquet/src/schema.js'), import('hyparquet-compressors'), import('hyparquet/src/convert.js'), import('hyparquet/src/assemble.js'),
+    // hyparquet's modules one by one: its index also loads its whole-file reader, query and scan (~40 ms of CPU).
+    const [metadata, snappyJs, column, datapage, plain, schema, convert, assemble, snappy] = await Promise.all([
+      import('hyparquet/src/metadata.js'), import('hyparquet/src/snappy.js'), import('hyparquet/src/column.js'), import('hyparquet/src/datapage.js'), import('hyparquet/src/plain.js'),
+      import('hyparquet/src/schema.js'), import('hyparquet/src/convert.js'), import('hyparquet/src/assemble.js'),
       import('hysnappy'),
     ]);
     const bounded = (codec: string, decompress: (input: Uint8Array, length: number) => Uint8Array) => (input: Uint8Array, length: number) => {
@@ -100,7 +123,7 @@ function load(): Promise<Library> {
       return (input.length + length <= SNAPPY_KEPT_BYTES ? kept : snappy.snappyUncompressor())(input, length);
     };
     // gzip and brotli through node:zlib (native, and bounded by the page's declared size); ZSTD and LZ4 from
-    // hyparquet-compressors (fzstd, its LZ4).
+    // hyparquet-compressors (fzstd, its LZ4), loaded for a file whose columns use them (extraCodecs).
     const compressors = {
       SNAPPY: bounded('SNAPPY', decompressSnappy),
       GZIP: bounded('GZIP', (input, length) => gunzipSync(input, { maxOutputLength: Math.max(length, 1) })),
@@ -109,13 +132,13 @@ function load(): Promise<Library> {
       ZSTD: bounded('ZSTD', (input, length) => {
         const declared = zstdContentSize(input);
         if (declared !== undefined && declared > length) throw new ParquetLimit(`a ZSTD page says ${length} bytes uncompressed but its frame holds ${declared}`);
-        return extra.decompressZstd(input);
+        return extraCodecs('ZSTD').decompressZstd(input);
       }),
       // LZ4 (the deprecated codec): Hadoop's framing, or raw blocks, as Arrow's reader tries them.
-      LZ4: bounded('LZ4', extra.decompressLz4),
-      LZ4_RAW: bounded('LZ4_RAW', extra.decompressLz4Raw),
+      LZ4: bounded('LZ4', (input, length) => extraCodecs('LZ4').decompressLz4(input, length)),
+      LZ4_RAW: bounded('LZ4_RAW', (input, length) => extraCodecs('LZ4_RAW').decompressLz4Raw(input, length)),
     };
-    return { ...main, parquetHeader: column.parquetHeader, readDataPage: datapage.readDataPage, readDataPageV2: datapage.readDataPageV2, decompressPage: datapage.decompressPage, readPlain: plain.readPlain, getMaxDefinitionLevel: schema.getMaxDefinitionLevel, getMaxRepetitionLevel: schema.getMaxRepetitionLevel, readPage: column.readPage, convert: convert.convert, parsers: convert.DEFAULT_PARSERS, assembleNested: assemble.assembleNested, compressors };
+    return { parquetMetadataAsync: metadata.parquetMetadataAsync, parquetSchema: metadata.parquetSchema, snappyUncompress: snappyJs.snappyUncompress, parquetHeader: column.parquetHeader, readDataPage: datapage.readDataPage, readDataPageV2: datapage.readDataPageV2, decompressPage: datapage.decompressPage, readPlain: plain.readPlain, getMaxDefinitionLevel: schema.getMaxDefinitionLevel, getMaxRepetitionLevel: schema.getMaxRepetitionLevel, readPage: column.readPage, convert: convert.convert, parsers: convert.DEFAULT_PARSERS, assembleNested: assemble.assembleNested, compressors };
   })();
   return library;
 }
@@ -308,6 +331,8 @@ class ColumnCursor {
       if (width) readHybrid(page, at, page.length, width, present, indices);
       else indices.fill(0);
       const dictionary = this.numericDictionary();
+      // The common page: every entry a value, none past 2^53: looked up straight into the rows' values.
+      if (repeated && present === count && !this.dictionaryWide && this.takeDense(count, repetition, indices, dictionary)) return true;
       const out = this.scratch.numbers(present);
       for (let i = 0; i < present; i++) out[i] = dictionary[indices[i]];
       if (this.dictionaryWide) {
@@ -328,7 +353,49 @@ class ColumnCursor {
     } else {
       values = library.readPlain({ view: new DataView(page.buffer, page.byteOffset, page.byteLength), offset: at }, this.column.leaf.type!, present, undefined) as ArrayLike<unknown>;
     }
-    this.take(count, definition, repetition, values, maxDefinition ? 0 : -1);
+    if (!(repeated && present === count && this.takeDense(count, repetition, values))) this.take(count, definition, repetition, values, maxDefinition ? 0 : -1);
+    return true;
+  }
+
+  /**
+   * `take` for a page of a list column whose every level entry is a present value (no null or empty list, no null
+   * element: the common page of ids or masks): the values copied in one go (dictionary indices looked up on the way), rows closed where the repetition levels
+   * hold a 0 (found by indexOf), instead of a pass over the levels entry by entry. False, with nothing taken, where
+   * a row would pass ROW_VALUES or the values are not plain numbers: `take` then reads the page as always.
+   */
+  private takeDense(count: number, repetition: Uint8Array, data: ArrayLike<unknown>, dictionary?: Float64Array): boolean {
+    const unsigned = !dictionary && this.column.leaf.converted_type === 'UINT_32';
+    if (dictionary ? !(data instanceof Uint32Array) : !(data instanceof Float64Array || data instanceof Float32Array || data instanceof Int32Array) || (unsigned && !(data instanceof Int32Array))) return false;
+    if (data.length !== count) return false;
+    // A page that goes on with a row must have one open (not a null one), as `take` would read it.
+    if (count && repetition[0] !== 0 && (this.open < 0 || this.openNull)) return false;
+    let zero = repetition.indexOf(0);
+    let length = this.openCount + (zero < 0 ? count : zero);
+    while (zero >= 0) {
+      if (length > ROW_VALUES) return false;
+      const next = repetition.indexOf(0, zero + 1);
+      length = (next < 0 ? count : next) - zero;
+      zero = next;
+    }
+    if (length > ROW_VALUES) return false;
+    this.ensure(count);
+    const values = this.values;
+    const used = this.used;
+    if (dictionary) for (let i = 0; i < count; i++) values[used + i] = dictionary[(data as Uint32Array)[i]];
+    else if (unsigned) for (let i = 0; i < count; i++) values[used + i] = (data as Int32Array)[i] >>> 0;
+    else values.set(data as Float64Array, used);
+    let at = 0;
+    for (zero = repetition.indexOf(0); zero >= 0; zero = repetition.indexOf(0, zero + 1)) {
+      if (this.open >= 0 || this.openNull) {
+        this.used = used + zero;
+        this.openCount += zero - at;
+        this.closeRow();
+      }
+      this.open = used + zero;
+      at = zero;
+    }
+    this.openCount += count - at;
+    this.used = used + count;
     return true;
   }
 
@@ -645,6 +712,7 @@ export interface ParquetReadOptions {
 export async function* readParquetRows(path: string, options: ParquetReadOptions = {}): AsyncGenerator<ParquetRow> {
   const library = await load();
   const { file, metadata } = await openParquet(library, path);
+  await loadExtraCodecs(metadata);
   const root = library.parquetSchema(metadata);
   const fast = new Map<string, FastColumn>();
   for (const child of root.children) {

@@ -43,6 +43,7 @@ type WriterSchemaElement = WriterColumnInput['column']['element'];
 type WriterSchemaTree = Parameters<Library['encodeNestedValues']>[0][number];
 type DecodedArray = WriterPageData['values'];
 type ColumnChunk = ReturnType<Library['writeColumn']>['chunk'];
+type ByteSink = InstanceType<Library['ByteWriter']> & { offset: number };
 
 /** Page data as this file builds it: the writer's, but with levels a byte each (Uint8Array) where they are long. */
 type PageData = Omit<WriterPageData, 'definitionLevels' | 'repetitionLevels'> & { definitionLevels: Uint8Array | number[]; repetitionLevels: Uint8Array | number[] };
@@ -190,11 +191,45 @@ const CHUNK_BYTES = 1 << 20;
 export class ParquetValueError extends Error {}
 
 /**
- * A json column's value given as its JSON text, already UTF-8 (the batched mask path writes spans straight from the
- * scan): written as these bytes, as the same value given as objects would be. `bytes` must not change afterwards.
+ * Bytes lent to one `write` call (the batched mask path's, straight from its buffers): copied into the row group's
+ * memory, which is reused group after group, so the caller may change them afterwards.
  */
-export class JsonBytes {
+export class LentBytes {
   constructor(readonly bytes: Uint8Array) {}
+}
+
+/** A json column's value as its JSON text in UTF-8: written as these bytes, as the same value given as objects would be. */
+export class JsonBytes extends LentBytes {}
+
+/** A flags column's list of 0/1 values, one byte each. */
+export class FlagBytes extends LentBytes {}
+
+/**
+ * The row group's copies of lent bytes: one block, used from its start again once the group is written (the
+ * pages are built from copies of the cells, and statistics keep copies of their own). A block that fills up is
+ * replaced by one twice as large, so after the first groups one block holds a group.
+ */
+class GroupBytes {
+  private block = new Uint8Array(0);
+  private used = 0;
+
+  copy(bytes: Uint8Array): Uint8Array {
+    const n = bytes.length;
+    if (this.used + n > this.block.length) {
+      this.block = new Uint8Array(Math.max(n, 2 * this.block.length, 1 << 20));
+      this.used = 0;
+    }
+    const copy = this.block.subarray(this.used, this.used + n);
+    copy.set(bytes);
+    this.used += n;
+    return copy;
+  }
+
+  /** The group is written: its copies are no longer read. A block grown for a giant row is let go. */
+  reset(): void {
+    this.used = 0;
+    if (this.block.length > 4 * GROUP_VALUES) this.block = new Uint8Array(0);
+  }
 }
 
 /**
@@ -213,6 +248,9 @@ export class ParquetRowWriter {
   private spill?: { fd: number; at: number; groups: Array<Array<{ name: string; at: number; length: number }>> };
   private groups = 0;
   private readonly scratch = new PageScratch();
+  private readonly lent = new GroupBytes();
+  private readonly repetition = new LevelRuns();
+  private readonly definition = new LevelRuns();
 
   /** A writer with its library loaded (hyparquet-writer is loaded only when a Parquet file is written). */
   static async open(path: string, declared: DeclaredColumn[] = []): Promise<ParquetRowWriter> {
@@ -255,9 +293,12 @@ export class ParquetRowWriter {
       if (value === null || value === undefined) continue;
       let column = this.byName.get(name);
       if (!column) column = this.addColumn({ name, inferred: true });
-      if (value instanceof JsonBytes) {
-        if (column.kind !== 'json') throw new Error(`field "${name}" given as JSON text, for a column that is not json`);
-        converted[name] = value.bytes;
+      if (value instanceof LentBytes) {
+        const json = value instanceof JsonBytes;
+        if (column.kind !== (json ? 'json' : 'flags')) throw new Error(`field "${name}" given as ${json ? 'JSON text' : 'flag bytes'}, for a ${column.kind ?? 'inferred'} column`);
+        const cell = this.lent.copy(value.bytes);
+        converted[name] = cell;
+        if (!json) values += cell.length;
         continue;
       }
       const cell = column.inferred ? value : checkDeclared(column, value);
@@ -299,6 +340,7 @@ export class ParquetRowWriter {
     writer.num_rows += BigInt(rows.length);
     this.groups++;
     this.rows = [];
+    this.lent.reset();
     this.values = 0;
   }
 
@@ -339,8 +381,13 @@ export class ParquetRowWriter {
       const leaf = path[path.length - 1];
       const simpleList = leafPath.length === 4 && path[2].repetition_type === 'REPEATED' && path[3].repetition_type !== 'REPEATED' && !leaf.num_children;
       const flat = leafPath.length === 2;
-      if (simpleList && (leaf.type === 'INT32' || leaf.type === 'FLOAT' || leaf.type === 'DOUBLE') && cells.every((cell) => isList(cell) && cell.length > 0)) {
-        out.push({ chunk: this.listChunk(path, cells as Array<ArrayLike<number>>, maxListDefinition(path)) });
+      if (simpleList && (leaf.type === 'INT32' || leaf.type === 'FLOAT' || leaf.type === 'DOUBLE')) {
+        out.push({ chunk: this.listChunk(path, cells) });
+        continue;
+      }
+      // Columns of the kinds tagmask declares (not an input's own schema, whose logical types stay hyparquet-writer's).
+      if (flat && column.kind && (leaf.type === 'BYTE_ARRAY' || leaf.type === 'INT64') && leaf.repetition_type === 'OPTIONAL') {
+        out.push(this.flatChunk(path, cells));
         continue;
       }
       const pageData = simpleList ? listPageData(cells, path) : flat ? flatPageData(cells, leaf) : this.library.encodeNestedValues(forWriter(leafPath), cells);
@@ -358,68 +405,151 @@ export class ParquetRowWriter {
   }
 
   /**
-   * A list-of-numbers column chunk written here, straight from the cells (every cell a non-empty list, the leaf
-   * INT32, FLOAT or DOUBLE): DATA_PAGE_V2 pages of PLAIN values, each page ending at the first row start at or past
-   * 2^18 values, levels as RLE runs (the definition levels one run; repetition 0 at each row start, 1 after it),
-   * SNAPPY. hyparquet-writer's generic page writer checks and appends each value on its own (~40 % of writing a
+   * A list-of-numbers column chunk written here, straight from the cells (the leaf INT32, FLOAT or DOUBLE): DATA_PAGE_V2
+   * pages of PLAIN values, each page ending at the first row start at or past 2^18 level entries, levels as RLE runs
+   * (definition: the list's values, or one entry for a null or empty list; repetition: 0 at each row start, 1 after
+   * it), SNAPPY. hyparquet-writer's generic page writer checks and appends each value on its own (~40 % of writing a
    * rollout file). A page's values and levels go through scratch memory reused page after page: building a whole
    * group's values and level arrays anew touched fresh memory every group, which costs more here than the copying.
    */
-  private listChunk(path: SchemaElement[], cells: Array<ArrayLike<number>>, maxDefinitionLevel: number): ColumnChunk {
-    const writer = (this.writer as unknown as { writer: InstanceType<Library['ByteWriter']> & { offset: number } }).writer;
+  private listChunk(path: SchemaElement[], cells: unknown[]): ColumnChunk {
+    const writer = this.byteSink();
     const type = path[3].type as 'INT32' | 'FLOAT' | 'DOUBLE';
-    const scratch = this.scratch;
+    const maxDefinitionLevel = maxListDefinition(path);
+    // A list that is there but empty: defined down to the list itself (below an optional list), else as null.
+    const emptyLevel = path[1].repetition_type === 'OPTIONAL' ? 1 : 0;
+    const { scratch, repetition, definition } = this;
     const start = writer.offset;
     const definitionBytes = (32 - Math.clz32(maxDefinitionLevel) + 7) >> 3;
     let total = 0;
     let uncompressed = 0;
     for (let row = 0; row < cells.length;) {
-      // The page's rows: each one that starts before PAGE_VALUES values.
+      // The page's rows: each one that starts before PAGE_VALUES entries.
+      let entries = 0;
       let count = 0;
       let end = row;
-      while (end < cells.length && count < PAGE_VALUES) count += cells[end++].length;
+      while (end < cells.length && entries < PAGE_VALUES) {
+        const cell = cells[end++];
+        const n = isList(cell) ? cell.length : 0;
+        entries += n || 1;
+        count += n;
+      }
       const values = scratch.values(type, count);
-      const levels = scratch.levels(12 * (end - row) + 16);
-      // Repetition levels: per row a 0, then n - 1 ones; equal neighbours are one run (rows of one value).
-      let used = 0;
-      let runValue = 0;
-      let runLength = 0;
-      const run = (value: number, length: number) => {
-        if (value === runValue) { runLength += length; return; }
-        if (runLength) used = rleRun(levels, used, runLength, runValue, 1);
-        runValue = value;
-        runLength = length;
-      };
+      repetition.start(scratch.levels(0, 12 * (end - row) + 16), 1);
+      definition.start(scratch.levels(1, 12 * (end - row) + 16), definitionBytes);
       let at = 0;
       for (let r = row; r < end; r++) {
         const cell = cells[r];
-        const n = cell.length;
-        values.set(cell, at);
+        const n = isList(cell) ? cell.length : 0;
+        repetition.add(0, 1);
+        if (n === 0) {
+          definition.add(cell === null || cell === undefined ? 0 : emptyLevel, 1);
+          continue;
+        }
+        values.set(cell as ArrayLike<number>, at);
         at += n;
-        run(0, 1);
-        if (n > 1) run(1, n - 1);
+        if (n > 1) repetition.add(1, n - 1);
+        definition.add(maxDefinitionLevel, n);
       }
-      used = rleRun(levels, used, runLength, runValue, 1);
-      const repetition = levels.subarray(0, used);
-      const definition = levels.subarray(used, rleRun(levels, used, count, maxDefinitionLevel, definitionBytes));
-      const plain = new Uint8Array(values.buffer, 0, count * values.BYTES_PER_ELEMENT);
-      const compressed = this.library.snappyCompress(plain);
-      const size = repetition.length + definition.length;
-      this.library.writePageHeader(writer, {
-        type: 'DATA_PAGE_V2', uncompressed_page_size: size + plain.length, compressed_page_size: size + compressed.length,
-        data_page_header_v2: { num_values: count, num_nulls: 0, num_rows: end - row, encoding: 'PLAIN', definition_levels_byte_length: definition.length, repetition_levels_byte_length: repetition.length, is_compressed: true },
-      });
-      writer.appendBytes(repetition);
-      writer.appendBytes(definition);
-      writer.appendBytes(compressed);
-      uncompressed += size + plain.length;
-      total += count;
+      const repetitionLevels = repetition.end();
+      const definitionLevels = definition.end();
+      uncompressed += this.writeV2Page(writer, new Uint8Array(values.buffer, 0, count * values.BYTES_PER_ELEMENT), repetitionLevels, definitionLevels, entries, entries - count, end - row);
+      total += entries;
       row = end;
     }
     return {
       file_offset: BigInt(start),
       meta_data: { type, encodings: ['PLAIN', 'RLE'], path_in_schema: path.slice(1).map((element) => element.name), codec: 'SNAPPY', num_values: BigInt(total), total_uncompressed_size: BigInt(uncompressed), total_compressed_size: BigInt(writer.offset - start), data_page_offset: BigInt(start) },
     };
+  }
+
+  /**
+   * A flat optional column of byte arrays (strings as UTF-8, JSON text) or int64s written here: DATA_PAGE_V2 pages of
+   * PLAIN values, a page ending once it holds 1 MiB of values, the definition levels as RLE runs, SNAPPY; statistics
+   * as hyparquet-writer gives them (null count; min and max, byte arrays in unsigned byte order, which is code point
+   * order for UTF-8). No dictionary: hyparquet-writer's dictionary choice and page writing took each group's values
+   * through several passes in code that a run of 20,000 rows never warms up (a third of writing a rollout file, the
+   * spans column most of it). The values read back the same.
+   */
+  private flatChunk(path: SchemaElement[], cells: unknown[]): { chunk: ColumnChunk } {
+    const writer = this.byteSink();
+    const type = path[1].type as 'BYTE_ARRAY' | 'INT64';
+    const { scratch, definition } = this;
+    const start = writer.offset;
+    let uncompressed = 0;
+    let pages = 0;
+    let nulls = 0;
+    let min: Uint8Array | bigint | undefined;
+    let max: Uint8Array | bigint | undefined;
+    for (let row = 0; row < cells.length;) {
+      let bytes = scratch.bytes(PAGE_BYTES + 16);
+      definition.start(scratch.levels(1, 6 * Math.min(cells.length - row, PAGE_BYTES) + 16), 1);
+      let at = 0;
+      let end = row;
+      let pageNulls = 0;
+      while (end < cells.length && at < PAGE_BYTES) {
+        const cell = cells[end++];
+        if (cell === null || cell === undefined) { definition.add(0, 1); pageNulls++; continue; }
+        definition.add(1, 1);
+        if (type === 'INT64') {
+          const value = cell as bigint;
+          if (value < INT64_MIN || value > INT64_MAX) throw new RangeError(`parquet INT64 value out of range: ${value}`);
+          scratch.view.setBigInt64(at, value, true);
+          at += 8;
+          if (min === undefined || value < (min as bigint)) min = value;
+          if (max === undefined || value > (max as bigint)) max = value;
+          continue;
+        }
+        const from = at + 4;
+        if (typeof cell === 'string') {
+          if (from + 3 * cell.length > bytes.length) bytes = scratch.bytes(from + 3 * cell.length, at);
+          at = from + encoder.encodeInto(cell, bytes.subarray(from)).written;
+        } else {
+          const value = cell as Uint8Array;
+          if (from + value.length > bytes.length) bytes = scratch.bytes(from + value.length, at);
+          bytes.set(value, from);
+          at = from + value.length;
+        }
+        scratch.view.setUint32(from - 4, at - from, true);
+        const value = bytes.subarray(from, at);
+        if (min === undefined || compareBytes(value, min as Uint8Array) < 0) min = value.slice();
+        if (max === undefined || compareBytes(value, max as Uint8Array) > 0) max = value.slice();
+      }
+      uncompressed += this.writeV2Page(writer, bytes.subarray(0, at), EMPTY, definition.end(), end - row, pageNulls, end - row);
+      nulls += pageNulls;
+      pages++;
+      row = end;
+    }
+    return {
+      chunk: {
+        file_offset: BigInt(start),
+        meta_data: {
+          type, encodings: ['PLAIN', 'RLE'], path_in_schema: path.slice(1).map((element) => element.name), codec: 'SNAPPY', num_values: BigInt(cells.length),
+          total_uncompressed_size: BigInt(uncompressed), total_compressed_size: BigInt(writer.offset - start), data_page_offset: BigInt(start),
+          statistics: { min_value: min, max_value: max, null_count: BigInt(nulls) },
+          encoding_stats: [{ page_type: 'DATA_PAGE_V2', encoding: 'PLAIN', count: pages }],
+        },
+      },
+    };
+  }
+
+  /** One DATA_PAGE_V2 page of PLAIN values (compressed here) after its levels; returns its uncompressed size. */
+  private writeV2Page(writer: ByteSink, plain: Uint8Array, repetition: Uint8Array, definition: Uint8Array, values: number, nulls: number, rows: number): number {
+    const compressed = this.library.snappyCompress(plain);
+    const size = repetition.length + definition.length;
+    this.library.writePageHeader(writer, {
+      type: 'DATA_PAGE_V2', uncompressed_page_size: size + plain.length, compressed_page_size: size + compressed.length,
+      data_page_header_v2: { num_values: values, num_nulls: nulls, num_rows: rows, encoding: 'PLAIN', definition_levels_byte_length: definition.length, repetition_levels_byte_length: repetition.length, is_compressed: true },
+    });
+    writer.appendBytes(repetition);
+    writer.appendBytes(definition);
+    writer.appendBytes(compressed);
+    return size + plain.length;
+  }
+
+  /** hyparquet-writer's byte writer under this file's ParquetWriter. */
+  private byteSink(): ByteSink {
+    return (this.writer as unknown as { writer: ByteSink }).writer;
   }
 
   close(): void {
@@ -643,8 +773,10 @@ function listPageData(cells: unknown[], path: SchemaElement[]) {
   return { values, definitionLevels, repetitionLevels, maxDefinitionLevel };
 }
 
-/** Values per page of the list columns written here. */
+/** Level entries per page of the list columns written here. */
 const PAGE_VALUES = 1 << 18;
+/** Bytes of values per page of the flat columns written here. */
+const PAGE_BYTES = 1 << 20;
 
 /**
  * One run of the RLE / bit-packed hybrid into `out` at `at`: `length` values equal to `value`, the value in
@@ -658,19 +790,73 @@ function rleRun(out: Uint8Array, at: number, length: number, value: number, valu
   return at;
 }
 
-/** Memory reused page after page for listChunk's values and levels, grown as needed. */
+/** Memory reused page after page for the pages written here (values, levels), grown as needed. */
 class PageScratch {
   private buffer = new ArrayBuffer(0);
-  private bytes = new Uint8Array(0);
+  /** The values' bytes, and a view to write numbers into them (valid until the next call that grows them). */
+  view = new DataView(this.buffer);
+  private readonly levelBytes = [new Uint8Array(0), new Uint8Array(0)];
+
+  /** Room for `size` bytes of values, keeping the first `keep`. */
+  bytes(size: number, keep = 0): Uint8Array {
+    if (this.buffer.byteLength < size) {
+      const buffer = new ArrayBuffer(Math.max(size, 2 * this.buffer.byteLength));
+      if (keep) new Uint8Array(buffer).set(new Uint8Array(this.buffer, 0, keep));
+      this.buffer = buffer;
+      this.view = new DataView(buffer);
+    }
+    return new Uint8Array(this.buffer);
+  }
 
   values(type: 'INT32' | 'FLOAT' | 'DOUBLE', count: number): Int32Array | Float32Array | Float64Array {
-    const size = count * (type === 'DOUBLE' ? 8 : 4);
-    if (this.buffer.byteLength < size) this.buffer = new ArrayBuffer(Math.max(size, 2 * this.buffer.byteLength));
+    this.bytes(count * (type === 'DOUBLE' ? 8 : 4));
     return type === 'INT32' ? new Int32Array(this.buffer, 0, count) : type === 'FLOAT' ? new Float32Array(this.buffer, 0, count) : new Float64Array(this.buffer, 0, count);
   }
 
-  levels(size: number): Uint8Array {
-    if (this.bytes.length < size) this.bytes = new Uint8Array(Math.max(size, 2 * this.bytes.length));
-    return this.bytes;
+  /** Room for `size` bytes of levels, in one of two buffers (repetition 0, definition 1). */
+  levels(which: 0 | 1, size: number): Uint8Array {
+    if (this.levelBytes[which].length < size) this.levelBytes[which] = new Uint8Array(Math.max(size, 2 * this.levelBytes[which].length));
+    return this.levelBytes[which];
   }
 }
+
+/** Levels as RLE runs, equal neighbours merged into one run, into a buffer with room for them. */
+class LevelRuns {
+  private out: Uint8Array = new Uint8Array(0);
+  private used = 0;
+  private valueBytes = 1;
+  private value = 0;
+  private length = 0;
+
+  start(out: Uint8Array, valueBytes: number): void {
+    this.out = out;
+    this.used = 0;
+    this.valueBytes = valueBytes;
+    this.length = 0;
+  }
+
+  add(value: number, length: number): void {
+    if (this.length && value === this.value) { this.length += length; return; }
+    if (this.length) this.used = rleRun(this.out, this.used, this.length, this.value, this.valueBytes);
+    this.value = value;
+    this.length = length;
+  }
+
+  /** The runs written (a view into the buffer). */
+  end(): Uint8Array {
+    if (this.length) this.used = rleRun(this.out, this.used, this.length, this.value, this.valueBytes);
+    this.length = 0;
+    return this.out.subarray(0, this.used);
+  }
+}
+
+/** Byte-array order for statistics: unsigned, byte by byte, then the shorter first. */
+function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] - b[i];
+  return a.length - b.length;
+}
+
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+const EMPTY = new Uint8Array(0);

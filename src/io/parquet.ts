@@ -6,4 +6,4 @@
  * so a Hugging Face dataset of rollouts reads as it is.
  */
 export { readParquetRows, parquetColumns, ParquetFileError, type ParquetRow } from './parquet-read.ts';
-export { JsonBytes, ParquetRowWriter, ParquetValueError, type ColumnKind, type DeclaredColumn } from './parquet-write.ts';
+export { FlagBytes, JsonBytes, ParquetRowWriter, ParquetValueError, type ColumnKind, type DeclaredColumn } from './parquet-write.ts';

@@ -484,7 +484,12 @@ function stepSplit(step: PreTokenizerStep, spec: unknown): (text: string, out: s
   if (config?.type === 'Split' && !config.invert && config.behavior?.toLowerCase() !== 'removed' && own instanceof RegExp && own.global) {
     const pattern = new RegExp(own.source, own.flags);
     const unicode = pattern.unicode || pattern.flags.includes('v');
+    const digits = own.flags === 'gu' ? GPT4_SPLITS.get(own.source) : undefined;
     return (text, out) => {
+      if (digits !== undefined && !NOT_ASCII.test(text)) {
+        asciiSplit(text, out, digits);
+        return;
+      }
       let previous = 0;
       pattern.lastIndex = 0;
       for (let match = pattern.exec(text); match; match = pattern.exec(text)) {
@@ -507,6 +512,83 @@ function stepSplit(step: PreTokenizerStep, spec: unknown): (text: string, out: s
     if (Array.isArray(pieces)) for (const piece of pieces) out.push(piece);
     else out.push(pieces);
   };
+}
+
+/**
+ * The split patterns of Qwen2/2.5/3 (one digit at a time) and Llama 3 (up to three), as @huggingface/tokenizers
+ * writes them (`\s` as `\p{White_Space}`): on ASCII text, asciiSplit gives their matches without the regex
+ * engine (~5× faster; the Unicode property classes make each match cost the engine ~0.3 µs).
+ */
+export const GPT4_SPLITS = new Map([
+  ["(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\p{White_Space}\\p{L}\\p{N}]+[\\r\\n]*|\\p{White_Space}*[\\r\\n]+|\\p{White_Space}+(?!\\P{White_Space})|\\p{White_Space}+", 1],
+  ["(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\p{White_Space}\\p{L}\\p{N}]+[\\r\\n]*|\\p{White_Space}*[\\r\\n]+|\\p{White_Space}+(?!\\P{White_Space})|\\p{White_Space}+", 3],
+]);
+const NOT_ASCII = /[^\x00-\x7f]/;
+
+/** ASCII as those patterns see it: letters (\p{L}), digits (\p{N}), \r and \n, the other White_Space, and the rest. */
+const LETTER = 1;
+const DIGIT = 2;
+const NEWLINE = 3;
+const SPACE = 4;
+const OTHER = 0;
+const ASCII_CLASS = new Uint8Array(128);
+for (let code = 0; code < 128; code++) {
+  ASCII_CLASS[code] = (code >= 0x41 && code <= 0x5a) || (code >= 0x61 && code <= 0x7a) ? LETTER
+    : code >= 0x30 && code <= 0x39 ? DIGIT
+      : code === 0x0a || code === 0x0d ? NEWLINE
+        : (code >= 0x09 && code <= 0x0d) || code === 0x20 ? SPACE : OTHER;
+}
+
+/**
+ * The pattern's matches in an ASCII text, appended in order (every character is in one: no text between them).
+ * Alternatives in the pattern's order, the first that matches at a place winning: a contraction ('s 't 're 've
+ * 'm 'll 'd, either case); an optional character that is not \r, \n, a letter or a digit, then letters; up to
+ * `digits` digits; an optional space, then other characters, then any \r \n; white space up to its last \r or
+ * \n; white space but its last character when something follows (all of it at the end); white space.
+ */
+export function asciiSplit(text: string, out: string[], digits: number): void {
+  const n = text.length;
+  let i = 0;
+  while (i < n) {
+    const code = text.charCodeAt(i);
+    const kind = ASCII_CLASS[code];
+    const next = i + 1 < n ? ASCII_CLASS[text.charCodeAt(i + 1)] : -1;
+    let end = -1;
+    if (code === 0x27 && i + 1 < n) {
+      const a = text.charCodeAt(i + 1) | 0x20;
+      if (a === 0x73 || a === 0x74 || a === 0x6d || a === 0x64) end = i + 2;
+      else if (i + 2 < n) {
+        const b = text.charCodeAt(i + 2) | 0x20;
+        if ((a === 0x72 && b === 0x65) || (a === 0x76 && b === 0x65) || (a === 0x6c && b === 0x6c)) end = i + 3;
+      }
+    }
+    if (end >= 0) {
+      // a contraction
+    } else if (kind === LETTER || (kind !== NEWLINE && kind !== DIGIT && next === LETTER)) {
+      end = kind === LETTER ? i + 1 : i + 2;
+      while (end < n && ASCII_CLASS[text.charCodeAt(end)] === LETTER) end++;
+    } else if (kind === DIGIT) {
+      end = i + 1;
+      while (end < n && end - i < digits && ASCII_CLASS[text.charCodeAt(end)] === DIGIT) end++;
+    } else if (kind === OTHER || (code === 0x20 && next === OTHER)) {
+      end = kind === OTHER ? i + 1 : i + 2;
+      while (end < n && ASCII_CLASS[text.charCodeAt(end)] === OTHER) end++;
+      while (end < n && ASCII_CLASS[text.charCodeAt(end)] === NEWLINE) end++;
+    } else {
+      // White space: [i, run) with its last \r or \n at `last`.
+      let run = i;
+      let last = -1;
+      while (run < n) {
+        const kindAt = ASCII_CLASS[text.charCodeAt(run)];
+        if (kindAt === NEWLINE) last = run;
+        else if (kindAt !== SPACE) break;
+        run++;
+      }
+      end = last >= 0 ? last + 1 : run === n || run - i === 1 ? run : run - 1;
+    }
+    out.push(text.slice(i, end));
+    i = end;
+  }
 }
 
 /** Added tokens with lstrip / rstrip trim their neighbours (Tokenizer.encode_text). */

@@ -27,7 +27,7 @@ import type { Template } from '@huggingface/jinja';
 import { PACKAGE_ROOT } from '../paths.ts';
 import { JsonlWriter } from '../io/jsonl.ts';
 import { bytesOf, readCacheFile, writeCacheFile } from './cache-file.ts';
-import { buildByteTable, byteTableFromVocab, readVocabObject, type ByteTable, type PieceEncoding, type TokenizerJson } from './table.ts';
+import { buildByteTable, byteTableFromVocab, readVocabObject, type ByteTable, type PieceEncoding, type TokenizerJson, type VocabEntries } from './table.ts';
 import { encoderFor, type ByteLevelEncoder } from './encoder.ts';
 import { readSourceBytes, readWhole, type SourceBytes } from './source-bytes.ts';
 import { isTiktokenPath, TIKTOKEN_FILE, tiktokenTokenizerJson } from './tiktoken.ts';
@@ -440,9 +440,11 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
   const stats = cacheDir ? sourceStats(path) : undefined;
   const digestFile = cacheDir && join(cacheDir, `digest-${createHash('sha256').update(path).digest('hex').slice(0, 32)}.json`);
   const remembered = stats && digestFile ? rememberedDigest(digestFile, path, stats) : undefined;
+  // (A cold start's reading is most of its work: the time it reports starts here.)
+  const started = Date.now();
   let read = cacheDir && !remembered ? readSource(path, true) : undefined;
   const source = remembered ?? (cacheDir ? sourceDigest(path, read?.hash) : '');
-  const cacheFile = cacheDir && join(cacheDir, `${source.slice(0, 40)}.bin`);
+  let cacheFile = cacheDir && join(cacheDir, `${source.slice(0, 40)}.bin`);
 
   let parsed: TokenizerJson | undefined;
   const parse = (): TokenizerJson => {
@@ -462,15 +464,21 @@ export async function loadTokenizer(spec: string, from?: string): Promise<Loaded
   if (table) read = undefined;
   else {
     // Only the table: the engine (encode, chat templates) is built where it is used, as on a warm cache.
-    const started = Date.now();
     const say = tableLog;
     say?.(`${path}: first use, building its byte table${cacheFile ? ` (cached in ${dirname(cacheFile)})` : ''} …`, false);
     try {
-      say?.(`${path}: reading the vocabulary and building the byte table …`, true);
+      say?.(`${path}: ${read?.vocab ? 'building the byte table from the vocabulary read' : 'reading the vocabulary and building the byte table'} …`, true);
       // Straight from the bytes where that is certain to give the same table, else from the parsed file.
       if (!isTiktokenPath(path)) {
         read ??= readSource(path, false);
-        table = read.utf8 ? tableFromBytes(read.bytes) : undefined;
+        table = read.utf8 ? tableFromBytes(read.bytes, read.vocab) : undefined;
+        if (!table && read.vocab) {
+          // The vocabulary was read as it streamed past, not kept: the whole file, for what JSON.parse makes of it.
+          // (Changed since it was hashed: then nothing is cached under the old digest.)
+          read = readWhole(path, cacheFile !== undefined);
+          if (cacheFile && sourceDigest(path, read.hash) !== source) cacheFile = undefined;
+          table = read.utf8 ? tableFromBytes(read.bytes) : undefined;
+        }
       }
       if (!table) {
         const json = isTiktokenPath(path) ? parse() : (parseWithoutMerges(read!.bytes) ?? parse());
@@ -564,15 +572,23 @@ const VOCAB_STAND_IN = '{"":-1}';
  * and without `model.vocab`, whose object is read from the bytes (readVocabObject, byteTableFromVocab). Undefined wherever
  * that is not certain to give what JSON.parse of the whole file gives (not UTF-8, the vocabulary not found as one
  * object, the parsed rest not holding the stand-in at model.vocab, an unusual vocabulary): the caller then
- * parses. Byte tables are identical either way (test/unit/table-bytes.test.ts, all bundled tokenizers).
+ * parses. Byte tables are identical either way (test/unit/table-bytes.test.ts, all bundled tokenizers). `read`:
+ * the vocabulary's entries where they were read as the file streamed past (source-bytes.ts), its object then left
+ * as `{}` in `bytes`.
  */
-export function tableFromBytes(bytes: Buffer): ByteTable | undefined {
+export function tableFromBytes(bytes: Buffer, read?: VocabEntries): ByteTable | undefined {
   if (!isUtf8(bytes)) return undefined;
   // The vocabulary's entries, read once: its end is where they end.
   const open = valueStart(bytes, VOCAB_KEY, 0x7b);
-  const entries = open >= 0 ? readVocabObject(bytes, open) : undefined;
-  if (!entries) return undefined;
-  const vocab: [number, number] = [open, entries.close];
+  if (open < 0) return undefined;
+  let entries = read;
+  let close = open + 1;
+  if (!entries) {
+    const whole = readVocabObject(bytes, open);
+    if (!whole) return undefined;
+    ({ entries, close } = whole);
+  } else if (bytes[close] !== 0x7d) return undefined;
+  const vocab: [number, number] = [open, close];
   const merges = valueRange(bytes, MERGES_KEY, 0x5b);
   // The two cuts in file order; merges are left in where they are not found for certain (or overlap the vocabulary).
   const cuts: Array<{ range: [number, number]; with: string }> = [{ range: vocab, with: VOCAB_STAND_IN }];

@@ -207,16 +207,14 @@ export function textOf(table: ByteTable, ids: ArrayLike<number>, start = 0, end 
 }
 
 /**
- * The entries of a vocabulary object `{"piece": id, …}` in tokenizer.json's bytes, in file order (readVocabObject):
- * each key's contents (between its quotes) and its id.
+ * The entries of a vocabulary object `{"piece": id, …}` read from tokenizer.json's bytes, in file order
+ * (VocabReader): each key as written between its quotes, the keys back to back in `bytes`, and each id.
  */
 export interface VocabEntries {
   bytes: Uint8Array;
-  /** The object's `{` and `}`. */
-  open: number;
-  close: number;
   count: number;
-  ids: Int32Array;
+  /** Entry k's id; undefined while `ordered` (entry k's id is k: not kept, fresh memory is slow to touch). */
+  ids?: Int32Array;
   /** Entry k's key is bytes [keyStarts[k], keyEnds[k]). */
   keyStarts: Int32Array;
   keyEnds: Int32Array;
@@ -229,63 +227,121 @@ export interface VocabEntries {
 const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 
 /**
- * The vocabulary object whose `{` is at `open`, read in one pass: no string or property per piece (JSON.parse of a
- * 200,000-key object and Object.entries of it were most of a cold start). Undefined wherever it is not a flat
- * object of strings to plain integers up to MAX_ID, written as JSON writes it (a sign, fraction, exponent or
- * leading zero, a raw control character in a key, a trailing comma): the whole-file path then says what it says.
+ * Reads a vocabulary object, from just after its `{`, in one pass and in pieces (the file streams past:
+ * source-bytes.ts): no string or property per piece (JSON.parse of a 200,000-key object and Object.entries of it
+ * were most of a cold start). Each `read` takes the complete entries of what it is given; an entry cut by the end
+ * is left for the next call, given again from its start. `failed` wherever the object is not a flat object of
+ * strings to plain integers up to MAX_ID, written as JSON writes it (a sign, fraction, exponent or leading zero, a
+ * raw control character in a key, a trailing comma): the whole-file path then says what it says.
  */
-export function readVocabObject(bytes: Uint8Array, open: number): VocabEntries | undefined {
-  if (bytes[open] !== 0x7b) return undefined;
-  // Sized for the bytes at hand (entries run ~15-25 bytes; fewer than 12 apiece is rare): growing costs more than sizing.
-  const estimate = Math.max(1024, Math.ceil((bytes.length - open) / 12));
-  let ids: Int32Array = new Int32Array(estimate);
-  let keyStarts: Int32Array = new Int32Array(estimate);
-  let keyEnds: Int32Array = new Int32Array(estimate);
-  const escaped: number[] = [];
-  let ordered = true;
-  let count = 0;
-  const end = bytes.length;
-  let at = open + 1;
-  while (isSpace(bytes[at])) at++;
-  if (bytes[at] === 0x7d) return { bytes, open, close: at, count, ids, keyStarts, keyEnds, escaped, ordered };
-  for (;;) {
-    if (bytes[at] !== 0x22) return undefined;
-    const keyStart = at + 1;
-    let backslash = false;
-    let control = false;
-    for (at = keyStart; at < end && bytes[at] !== 0x22; at++) {
-      if (bytes[at] === 0x5c) { backslash = true; at++; } else if (bytes[at] < 0x20) control = true;
-    }
-    // A raw control character is not JSON: the whole-file path says so.
-    if (at >= end || control) return undefined;
-    const keyEnd = at++;
-    while (isSpace(bytes[at])) at++;
-    if (bytes[at++] !== 0x3a) return undefined;
-    while (isSpace(bytes[at])) at++;
-    // A plain integer (JSON has no leading zeros; a sign, fraction or exponent is left to the whole-file path).
-    let c = bytes[at];
-    if (!(c >= 0x30 && c <= 0x39)) return undefined;
-    let id = c - 0x30;
-    c = bytes[++at];
-    if (id === 0 && c >= 0x30 && c <= 0x39) return undefined;
-    while (c >= 0x30 && c <= 0x39) {
-      id = id * 10 + c - 0x30;
-      if (id > MAX_ID) return undefined;
-      c = bytes[++at];
-    }
-    while (isSpace(bytes[at])) at++;
-    const next = bytes[at];
-    if (next !== 0x2c && next !== 0x7d) return undefined;
-    if (count === ids.length) { ids = grown(ids); keyStarts = grown(keyStarts); keyEnds = grown(keyEnds); }
-    if (backslash) escaped.push(count);
-    if (id !== count) ordered = false;
-    ids[count] = id;
-    keyStarts[count] = keyStart;
-    keyEnds[count++] = keyEnd;
-    if (next === 0x7d) return { bytes, open, close: at, count, ids, keyStarts, keyEnds, escaped, ordered };
-    at++;
-    while (isSpace(bytes[at])) at++;
+export class VocabReader {
+  /** Where the `}` is, in the bytes of the call that read it; -1 before. */
+  close = -1;
+  failed = false;
+  private keys: Uint8Array;
+  private used = 0;
+  private keyStarts: Int32Array;
+  private ids: Int32Array | undefined;
+  private count = 0;
+  private ordered = true;
+  private readonly escaped: number[] = [];
+  private first = true;
+
+  /** `bytes`: what the object may span at most (the arrays are sized from it; pages never written cost nothing). */
+  constructor(bytes: number) {
+    // Entries run ~15-25 bytes, keys ~5-10; fewer than 12 and 3 apiece are rare. Growing costs more than sizing.
+    this.keyStarts = new Int32Array(Math.max(1024, Math.ceil(bytes / 12)) + 1);
+    this.keys = new Uint8Array(Math.max(4096, Math.ceil(bytes / 3)));
   }
+
+  /** Reads from `from` (after the `{`, or where the last call stopped) to `end`; returns where it stopped. */
+  read(bytes: Uint8Array, from: number, end: number): number {
+    let at = from;
+    for (;;) {
+      while (at < end && isSpace(bytes[at])) at++;
+      if (at >= end) return at;
+      const entry = at;
+      if (this.first && bytes[at] === 0x7d) { this.close = at; return at; }
+      if (bytes[at] !== 0x22) return this.fail();
+      // The key's bytes as written, copied as they are read.
+      const keyStart = this.used;
+      let keys = this.keys;
+      let used = keyStart;
+      let backslash = false;
+      let control = false;
+      for (at++; at < end; at++) {
+        const c = bytes[at];
+        if (c === 0x22) break;
+        if (used + 2 > keys.length) keys = this.keys = grownBytes(keys, used + 2);
+        if (c === 0x5c) { backslash = true; keys[used++] = c; if (++at >= end) break; keys[used++] = bytes[at]; continue; }
+        if (c < 0x20) control = true;
+        keys[used++] = c;
+      }
+      // Cut by the end: read again from the entry's start next time.
+      if (at >= end) return entry;
+      // A raw control character is not JSON: the whole-file path says so.
+      if (control) return this.fail();
+      at++;
+      while (at < end && isSpace(bytes[at])) at++;
+      if (at >= end) return entry;
+      if (bytes[at++] !== 0x3a) return this.fail();
+      while (at < end && isSpace(bytes[at])) at++;
+      if (at >= end) return entry;
+      // A plain integer (JSON has no leading zeros; a sign, fraction or exponent is left to the whole-file path).
+      let c = bytes[at];
+      if (!(c >= 0x30 && c <= 0x39)) return this.fail();
+      let id = c - 0x30;
+      if (++at >= end) return entry;
+      c = bytes[at];
+      if (id === 0 && c >= 0x30 && c <= 0x39) return this.fail();
+      while (c >= 0x30 && c <= 0x39) {
+        id = id * 10 + c - 0x30;
+        if (id > MAX_ID) return this.fail();
+        if (++at >= end) return entry;
+        c = bytes[at];
+      }
+      while (at < end && isSpace(bytes[at])) at++;
+      if (at >= end) return entry;
+      const next = bytes[at];
+      if (next !== 0x2c && next !== 0x7d) return this.fail();
+      // The entry is complete.
+      const count = this.count;
+      if (count + 1 >= this.keyStarts.length) { this.keyStarts = grown(this.keyStarts); if (this.ids) this.ids = grown(this.ids); }
+      if (backslash) this.escaped.push(count);
+      if (id !== count && this.ordered) {
+        this.ordered = false;
+        this.ids = new Int32Array(this.keyStarts.length);
+        for (let k = 0; k < count; k++) this.ids[k] = k;
+      }
+      if (this.ids) this.ids[count] = id;
+      this.keyStarts[count] = keyStart;
+      this.used = used;
+      this.count = count + 1;
+      this.first = false;
+      if (next === 0x7d) { this.close = at; return at; }
+      at++;
+    }
+  }
+
+  private fail(): number {
+    this.failed = true;
+    return -1;
+  }
+
+  /** What was read, once the `}` was. */
+  entries(): VocabEntries {
+    const { keys, count, keyStarts, ids, escaped, ordered } = this;
+    keyStarts[count] = this.used;
+    return { bytes: keys, count, ids, keyStarts, keyEnds: keyStarts.subarray(1, count + 1), escaped, ordered };
+  }
+}
+
+/** The vocabulary object whose `{` is at `open`, read whole (VocabReader): its entries and where its `}` is. */
+export function readVocabObject(bytes: Uint8Array, open: number): { entries: VocabEntries; close: number } | undefined {
+  if (bytes[open] !== 0x7b) return undefined;
+  const reader = new VocabReader(bytes.length - open);
+  reader.read(bytes, open + 1, bytes.length);
+  return reader.failed || reader.close < 0 ? undefined : { entries: reader.entries(), close: reader.close };
 }
 
 /**
@@ -303,14 +359,14 @@ export function byteTableFromVocab(json: TokenizerJson, vocab: VocabEntries): By
   const unescaped: string[] = [];
   for (const k of escaped) {
     try {
-      unescaped.push(JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset + keyStarts[k] - 1, keyEnds[k] - keyStarts[k] + 2).toString('utf8')) as string);
+      unescaped.push(JSON.parse(`"${Buffer.from(bytes.buffer, bytes.byteOffset + keyStarts[k], keyEnds[k] - keyStarts[k]).toString('utf8')}"`) as string);
     } catch {
       return undefined;
     }
   }
   if (hasPieceTwice(vocab, unescaped.map((piece) => utf8.encode(piece)))) return undefined;
   let size = 0;
-  for (let k = 0; k < count; k++) if (ids[k] + 1 > size) size = ids[k] + 1;
+  if (ids) { for (let k = 0; k < count; k++) if (ids[k] + 1 > size) size = ids[k] + 1; } else size = count;
   for (const token of added) if (token.id + 1 > size) size = token.id + 1;
   checkDensity(size, count + added.length);
 
@@ -339,7 +395,7 @@ export function byteTableFromVocab(json: TokenizerJson, vocab: VocabEntries): By
   const length = new Int32Array(size);
   const flags = new Uint8Array(size);
   for (let k = 0; k < count; k++) {
-    const id = ids[k];
+    const id = ids ? ids[k] : k;
     // Two pieces with one id: which one the object keeps depends on its key order (integer-like keys first), left to it.
     if (flags[id]) return undefined;
     start[id] = positions[k];
@@ -417,6 +473,12 @@ function hasPieceTwice(vocab: VocabEntries, unescaped: Uint8Array[]): boolean {
     }
   }
   return false;
+}
+
+function grownBytes(array: Uint8Array, need: number): Uint8Array {
+  const bigger = new Uint8Array(Math.max(need, array.length * 2));
+  bigger.set(array);
+  return bigger;
 }
 
 function grown(array: Int32Array): Int32Array {

