@@ -375,8 +375,12 @@ function judge(name: string, grammar: CompiledGrammar, table: ByteTable, rollout
       if (MODEL_VIOLATION_CODES.has(record.code)) violation = true;
     }
     const at = scanned.from;
+    // The mask's sum, from the segments (fillMask writes each one's mask value over its tokens).
     let ones = 0;
-    for (let i = at; i < at + n; i++) ones += mask[i];
+    for (let j = 0; j < segments.count; j++) {
+      const end = j + 1 < segments.count ? segments.starts[j + 1] : n;
+      if (end > segments.starts[j]) ones += (end - segments.starts[j]) * (stateMask[segments.state[j]] & 0xff);
+    }
     trained += ones;
     const action = ones > 0;
     if (prompt) promptFound++;

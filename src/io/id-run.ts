@@ -42,14 +42,23 @@ const unsigned = (n: number): number[] => {
   } while (n);
   return out;
 };
+const signedCache = new Map<bigint, number[]>();
+/** A constant's signed LEB128 bytes (kept: the same constants recur, and BigInt steps are slow before V8 compiles them). */
 const signed = (n: bigint): number[] => {
-  const out: number[] = [];
-  for (;;) {
-    const low = Number(n & 0x7fn);
-    n >>= 7n;
-    if ((n === 0n && !(low & 0x40)) || (n === -1n && low & 0x40)) return [...out, low];
+  let out = signedCache.get(n);
+  if (out) return out;
+  out = [];
+  for (let rest = n; ; ) {
+    const low = Number(rest & 0x7fn);
+    rest >>= 7n;
+    if ((rest === 0n && !(low & 0x40)) || (rest === -1n && low & 0x40)) {
+      out.push(low);
+      break;
+    }
     out.push(low | 0x80);
   }
+  signedCache.set(n, out);
+  return out;
 };
 const list = (items: number[][]) => [...unsigned(items.length), ...items.flat()];
 const section = (id: number, body: number[]) => [id, ...unsigned(body.length), ...body];
@@ -93,6 +102,9 @@ const op = {
   wrap: [0xa7],
   extendU: [0xad],
 };
+/** Code as nested lists of bytes, flattened once. */
+type Code = number | readonly Code[];
+const flatten = (code: Code[]): number[] => (code as unknown[]).flat(Infinity) as number[];
 const bytes8 = (byte: number) => BigInt(byte) * 0x0101010101010101n;
 
 /** The locals one stream of ids keeps: where it reads (AT), where its next id goes (OUT), and three scratch. */
@@ -102,35 +114,35 @@ interface Stream { AT: number; OUT: number; N: number; X: number; V: number }
  * One id of a stream: read, checked, stored, AT moved past it and its separator (`sep`: `,` is 1 byte, `, ` 2);
  * anything else leaves the loop (`exit`: its depth from inside the loop) with AT on the id.
  */
-function readOne({ AT, OUT, N, X, V }: Stream, sep: 1 | 2, exit: number): number[] {
+function readOne({ AT, OUT, N, X, V }: Stream, sep: 1 | 2, exit: number): Code[] {
   return [
     // X: the eight bytes at AT, each a digit's value when it is one ('0'..'9' xor 0x30 is 0..9).
-    ...op.get(AT), ...op.load64, ...op.i64(bytes8(0x30)), ...op.xor64, ...op.set(X),
+    op.get(AT), op.load64, op.i64(bytes8(0x30)), op.xor64, op.set(X),
     // N: the digits before the first byte that is none: a byte's top bit is set in ((x & 0x7f) + 0x76) | x
     // exactly when x > 9, so the lowest such bit, by its trailing zeros, says where the digits end (8: none).
-    ...op.get(X), ...op.i64(bytes8(0x7f)), ...op.and64, ...op.i64(bytes8(0x76)), ...op.add64, ...op.get(X), ...op.or64,
-    ...op.i64(bytes8(0x80)), ...op.and64, ...op.ctz64, ...op.wrap, ...op.i32(3), ...op.shrU, ...op.tee(N),
+    op.get(X), op.i64(bytes8(0x7f)), op.and64, op.i64(bytes8(0x76)), op.add64, op.get(X), op.or64,
+    op.i64(bytes8(0x80)), op.and64, op.ctz64, op.wrap, op.i32(3), op.shrU, op.tee(N),
     // No digit, or eight or more: not the plain run.
-    ...op.i32(1), ...op.sub, ...op.i32(7), ...op.geU, ...op.brIf(exit),
+    op.i32(1), op.sub, op.i32(7), op.geU, op.brIf(exit),
     // A leading zero (JSON has none): left to the byte loop, which rejects it.
-    ...op.get(N), ...op.i32(1), ...op.gtU, ...op.get(X), ...op.i64(0xffn), ...op.and64, ...op.eqz64, ...op.and, ...op.brIf(exit),
+    op.get(N), op.i32(1), op.gtU, op.get(X), op.i64(0xffn), op.and64, op.eqz64, op.and, op.brIf(exit),
     // The digits must be followed by a comma (and a space).
-    ...op.get(AT), ...op.get(N), ...op.add, ...op.load8(0), ...op.i32(0x2c), ...op.ne, ...op.brIf(exit),
-    ...(sep === 2 ? [...op.get(AT), ...op.get(N), ...op.add, ...op.load8(1), ...op.i32(0x20), ...op.ne, ...op.brIf(exit)] : []),
+    op.get(AT), op.get(N), op.add, op.load8(0), op.i32(0x2c), op.ne, op.brIf(exit),
+    (sep === 2 ? [op.get(AT), op.get(N), op.add, op.load8(1), op.i32(0x20), op.ne, op.brIf(exit)] : []),
     // V: the N digits moved to the top bytes (the first, most significant digit lowest, zeros before it), then
     // summed in neighbouring pairs (10a + b), fours (100p + q) and eights (10000p + q): the value in the low 32 bits.
-    ...op.get(X), ...op.i32(64), ...op.get(N), ...op.i32(3), ...op.shl, ...op.sub, ...op.extendU, ...op.shl64, ...op.set(V),
-    ...op.get(V), ...op.i64(10n), ...op.mul64, ...op.get(V), ...op.i64(8n), ...op.shrU64, ...op.add64, ...op.i64(0x00ff00ff00ff00ffn), ...op.and64, ...op.set(V),
-    ...op.get(V), ...op.i64(100n), ...op.mul64, ...op.get(V), ...op.i64(16n), ...op.shrU64, ...op.add64, ...op.i64(0x0000ffff0000ffffn), ...op.and64, ...op.set(V),
-    ...op.get(V), ...op.i64(10000n), ...op.mul64, ...op.get(V), ...op.i64(32n), ...op.shrU64, ...op.add64, ...op.set(V),
-    ...op.get(OUT), ...op.get(V), ...op.wrap, ...op.store32,
-    ...op.get(OUT), ...op.i32(4), ...op.add, ...op.set(OUT),
-    ...op.get(AT), ...op.get(N), ...op.add, ...op.i32(sep), ...op.add, ...op.set(AT),
+    op.get(X), op.i32(64), op.get(N), op.i32(3), op.shl, op.sub, op.extendU, op.shl64, op.set(V),
+    op.get(V), op.i64(10n), op.mul64, op.get(V), op.i64(8n), op.shrU64, op.add64, op.i64(0x00ff00ff00ff00ffn), op.and64, op.set(V),
+    op.get(V), op.i64(100n), op.mul64, op.get(V), op.i64(16n), op.shrU64, op.add64, op.i64(0x0000ffff0000ffffn), op.and64, op.set(V),
+    op.get(V), op.i64(10000n), op.mul64, op.get(V), op.i64(32n), op.shrU64, op.add64, op.set(V),
+    op.get(OUT), op.get(V), op.wrap, op.store32,
+    op.get(OUT), op.i32(4), op.add, op.set(OUT),
+    op.get(AT), op.get(N), op.add, op.i32(sep), op.add, op.set(AT),
   ];
 }
 
 /** Store a count of ids, (OUT - from) / 4, at `cell`. */
-const storeCount = (cell: number, OUT: number, from: number) => [...op.i32(cell), ...op.get(OUT), ...op.i32(from), ...op.sub, ...op.i32(2), ...op.shrU, ...op.store32];
+const storeCount = (cell: number, OUT: number, from: number): Code[] => [op.i32(cell), op.get(OUT), op.i32(from), op.sub, op.i32(2), op.shrU, op.store32];
 
 /**
  * `run(at, end) → stop`: reads the ids of memory[at, end) while nine bytes are left, writes them from IDS_AT on and
@@ -140,21 +152,21 @@ function runFunction(sep: 1 | 2): number[] {
   // Parameters AT, END; then the stream's other locals.
   const stream: Stream = { AT: 0, OUT: 2, N: 3, X: 4, V: 5 };
   const END = 1;
-  const body = [
+  const body: Code[] = [
     // From here on END is the last place eight bytes and the one after them (the separator's space) can be read
     // (signed: a window shorter than nine bytes is read not at all).
-    ...op.get(END), ...op.i32(9), ...op.sub, ...op.set(END),
-    ...op.i32(IDS_AT), ...op.set(stream.OUT),
-    ...op.block, ...op.loop,
-    ...op.get(stream.AT), ...op.get(END), ...op.gtS, ...op.brIf(1),
-    ...readOne(stream, sep, 1),
-    ...op.br(0),
-    ...op.end, ...op.end,
-    ...storeCount(COUNT, stream.OUT, IDS_AT),
-    ...op.get(stream.AT),
-    ...op.end,
+    op.get(END), op.i32(9), op.sub, op.set(END),
+    op.i32(IDS_AT), op.set(stream.OUT),
+    op.block, op.loop,
+    op.get(stream.AT), op.get(END), op.gtS, op.brIf(1),
+    readOne(stream, sep, 1),
+    op.br(0),
+    op.end, op.end,
+    storeCount(COUNT, stream.OUT, IDS_AT),
+    op.get(stream.AT),
+    op.end,
   ];
-  return [...list([[2, I32], [2, I64]]), ...body];
+  return [...list([[2, I32], [2, I64]]), ...flatten(body)];
 }
 
 /**
@@ -169,35 +181,40 @@ function runTwoFunction(sep: 1 | 2): number[] {
   const a: Stream = { AT: 0, OUT: 4, N: 6, X: 8, V: 10 };
   const b: Stream = { AT: 3, OUT: 5, N: 7, X: 9, V: 11 };
   const [HALF, END] = [1, 2];
-  const body = [
-    ...op.get(END), ...op.i32(9), ...op.sub, ...op.set(END),
-    ...op.get(HALF), ...op.set(b.AT),
-    ...op.i32(IDS_AT), ...op.set(a.OUT),
-    ...op.i32(IDS_B), ...op.set(b.OUT),
+  const body: Code[] = [
+    op.get(END), op.i32(9), op.sub, op.set(END),
+    op.get(HALF), op.set(b.AT),
+    op.i32(IDS_AT), op.set(a.OUT),
+    op.i32(IDS_B), op.set(b.OUT),
     // Depths inside the first loop: 0 the loop, 1 the first alone, 2 done.
-    ...op.block, ...op.block, ...op.loop,
-    ...op.get(a.AT), ...op.get(HALF), ...op.geU, ...op.brIf(1),
-    ...op.get(b.AT), ...op.get(END), ...op.gtS, ...op.brIf(1),
-    ...readOne(a, sep, 2),
-    ...readOne(b, sep, 1),
-    ...op.br(0),
-    ...op.end, ...op.end,
+    op.block, op.block, op.loop,
+    op.get(a.AT), op.get(HALF), op.geU, op.brIf(1),
+    op.get(b.AT), op.get(END), op.gtS, op.brIf(1),
+    readOne(a, sep, 2),
+    readOne(b, sep, 1),
+    op.br(0),
+    op.end, op.end,
     // Depths inside the second loop: 0 the loop, 1 done.
-    ...op.loop,
-    ...op.get(a.AT), ...op.get(HALF), ...op.geU, ...op.brIf(1),
-    ...readOne(a, sep, 1),
-    ...op.br(0),
-    ...op.end, ...op.end,
-    ...storeCount(COUNT, a.OUT, IDS_AT),
-    ...storeCount(COUNT_B, b.OUT, IDS_B),
-    ...op.i32(STOP_B), ...op.get(b.AT), ...op.store32,
-    ...op.get(a.AT),
-    ...op.end,
+    op.loop,
+    op.get(a.AT), op.get(HALF), op.geU, op.brIf(1),
+    readOne(a, sep, 1),
+    op.br(0),
+    op.end, op.end,
+    storeCount(COUNT, a.OUT, IDS_AT),
+    storeCount(COUNT_B, b.OUT, IDS_B),
+    op.i32(STOP_B), op.get(b.AT), op.store32,
+    op.get(a.AT),
+    op.end,
   ];
-  return [...list([[5, I32], [4, I64]]), ...body];
+  return [...list([[5, I32], [4, I64]]), ...flatten(body)];
 }
 
-function moduleBytes(): Uint8Array {
+/**
+ * The module's bytes as the functions above write them. Building them costs 4-10 ms of unoptimized JavaScript at
+ * every start (measured), so the module is made from ID_RUN_MODULE, these bytes written out; a test checks that
+ * the two are the same (test/unit/rollout-reader.test.ts), and prints the new text when the code here changes.
+ */
+export function idRunModuleBytes(): Uint8Array {
   const code = [runFunction(1), runFunction(2), runTwoFunction(1), runTwoFunction(2)];
   const pages = Math.ceil((IDS_B + WINDOW) / 65536);
   return new Uint8Array([
@@ -209,6 +226,38 @@ function moduleBytes(): Uint8Array {
     ...section(10, list(code.map((body) => [...unsigned(body.length), ...body]))),
   ]);
 }
+
+/** idRunModuleBytes(), in base64. */
+export const ID_RUN_MODULE =
+  'AGFzbQEAAAABDgJgAn9/AX9gA39/fwF/AwUEAAABAQUDAQACBywFBHJ1bjEAAARydW4yAAEHcnVuVHdvMQACB3J1blR3bzIAAwZt' +
+  'ZW1vcnkCAArlDwSBAgICfwJ+IAFBCWshAUGAgAIhAgJAA0AgACABSg0BIAApAABCsODAgYOGjJgwhSEEIARC//79+/fv37//AINC' +
+  '9uzZs+fOnbv2AHwgBIRCgIGChIiQoMCAf4N6p0EDdiIDQQFrQQdPDQEgA0EBSyAEQv8Bg1BxDQEgACADai0AAEEsRw0BIARBwAAg' +
+  'A0EDdGuthiEFIAVCCn4gBUIIiHxC/4H8h/CfwP8AgyEFIAVC5AB+IAVCEIh8Qv//g4Dw/z+DIQUgBUKQzgB+IAVCIIh8IQUgAiAF' +
+  'pzYCACACQQRqIQIgACADakEBaiEADAALC0H8/wEgAkGAgAJrQQJ2NgIAIAALjgICAn8CfiABQQlrIQFBgIACIQICQANAIAAgAUoN' +
+  'ASAAKQAAQrDgwIGDhoyYMIUhBCAEQv/+/fv379+//wCDQvbs2bPnzp279gB8IASEQoCBgoSIkKDAgH+DeqdBA3YiA0EBa0EHTw0B' +
+  'IANBAUsgBEL/AYNQcQ0BIAAgA2otAABBLEcNASAAIANqLQABQSBHDQEgBEHAACADQQN0a62GIQUgBUIKfiAFQgiIfEL/gfyH8J/A' +
+  '/wCDIQUgBULkAH4gBUIQiHxC//+DgPD/P4MhBSAFQpDOAH4gBUIgiHwhBSACIAWnNgIAIAJBBGohAiAAIANqQQJqIQAMAAsLQfz/' +
+  'ASACQYCAAmtBAnY2AgAgAAvTBQIFfwR+IAJBCWshAiABIQNBgIACIQRBgIAGIQUCQAJAA0AgACABTw0BIAMgAkoNASAAKQAAQrDg' +
+  'wIGDhoyYMIUhCCAIQv/+/fv379+//wCDQvbs2bPnzp279gB8IAiEQoCBgoSIkKDAgH+DeqdBA3YiBkEBa0EHTw0CIAZBAUsgCEL/' +
+  'AYNQcQ0CIAAgBmotAABBLEcNAiAIQcAAIAZBA3RrrYYhCiAKQgp+IApCCIh8Qv+B/Ifwn8D/AIMhCiAKQuQAfiAKQhCIfEL//4OA' +
+  '8P8/gyEKIApCkM4AfiAKQiCIfCEKIAQgCqc2AgAgBEEEaiEEIAAgBmpBAWohACADKQAAQrDgwIGDhoyYMIUhCSAJQv/+/fv379+/' +
+  '/wCDQvbs2bPnzp279gB8IAmEQoCBgoSIkKDAgH+DeqdBA3YiB0EBa0EHTw0BIAdBAUsgCUL/AYNQcQ0BIAMgB2otAABBLEcNASAJ' +
+  'QcAAIAdBA3RrrYYhCyALQgp+IAtCCIh8Qv+B/Ifwn8D/AIMhCyALQuQAfiALQhCIfEL//4OA8P8/gyELIAtCkM4AfiALQiCIfCEL' +
+  'IAUgC6c2AgAgBUEEaiEFIAMgB2pBAWohAwwACwsDQCAAIAFPDQEgACkAAEKw4MCBg4aMmDCFIQggCEL//v379+/fv/8Ag0L27Nmz' +
+  '586du/YAfCAIhEKAgYKEiJCgwIB/g3qnQQN2IgZBAWtBB08NASAGQQFLIAhC/wGDUHENASAAIAZqLQAAQSxHDQEgCEHAACAGQQN0' +
+  'a62GIQogCkIKfiAKQgiIfEL/gfyH8J/A/wCDIQogCkLkAH4gCkIQiHxC//+DgPD/P4MhCiAKQpDOAH4gCkIgiHwhCiAEIAqnNgIA' +
+  'IARBBGohBCAAIAZqQQFqIQAMAAsLQfz/ASAEQYCAAmtBAnY2AgBB+P8BIAVBgIAGa0ECdjYCAEH0/wEgAzYCACAAC/oFAgV/BH4g' +
+  'AkEJayECIAEhA0GAgAIhBEGAgAYhBQJAAkADQCAAIAFPDQEgAyACSg0BIAApAABCsODAgYOGjJgwhSEIIAhC//79+/fv37//AINC' +
+  '9uzZs+fOnbv2AHwgCIRCgIGChIiQoMCAf4N6p0EDdiIGQQFrQQdPDQIgBkEBSyAIQv8Bg1BxDQIgACAGai0AAEEsRw0CIAAgBmot' +
+  'AAFBIEcNAiAIQcAAIAZBA3RrrYYhCiAKQgp+IApCCIh8Qv+B/Ifwn8D/AIMhCiAKQuQAfiAKQhCIfEL//4OA8P8/gyEKIApCkM4A' +
+  'fiAKQiCIfCEKIAQgCqc2AgAgBEEEaiEEIAAgBmpBAmohACADKQAAQrDgwIGDhoyYMIUhCSAJQv/+/fv379+//wCDQvbs2bPnzp27' +
+  '9gB8IAmEQoCBgoSIkKDAgH+DeqdBA3YiB0EBa0EHTw0BIAdBAUsgCUL/AYNQcQ0BIAMgB2otAABBLEcNASADIAdqLQABQSBHDQEg' +
+  'CUHAACAHQQN0a62GIQsgC0IKfiALQgiIfEL/gfyH8J/A/wCDIQsgC0LkAH4gC0IQiHxC//+DgPD/P4MhCyALQpDOAH4gC0IgiHwh' +
+  'CyAFIAunNgIAIAVBBGohBSADIAdqQQJqIQMMAAsLA0AgACABTw0BIAApAABCsODAgYOGjJgwhSEIIAhC//79+/fv37//AINC9uzZ' +
+  's+fOnbv2AHwgCIRCgIGChIiQoMCAf4N6p0EDdiIGQQFrQQdPDQEgBkEBSyAIQv8Bg1BxDQEgACAGai0AAEEsRw0BIAAgBmotAAFB' +
+  'IEcNASAIQcAAIAZBA3RrrYYhCiAKQgp+IApCCIh8Qv+B/Ifwn8D/AIMhCiAKQuQAfiAKQhCIfEL//4OA8P8/gyEKIApCkM4AfiAK' +
+  'QiCIfCEKIAQgCqc2AgAgBEEEaiEEIAAgBmpBAmohAAwACwtB/P8BIARBgIACa0ECdjYCAEH4/wEgBUGAgAZrQQJ2NgIAQfT/ASAD' +
+  'NgIAIAAL';
 
 type Run = (at: number, end: number) => number;
 type RunTwo = (a: number, half: number, end: number) => number;
@@ -227,7 +276,7 @@ function getRunner(): Runner | null {
   if (runner !== undefined) return runner;
   try {
     const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly!;
-    const { exports } = new api.Instance(new api.Module(moduleBytes()), {});
+    const { exports } = new api.Instance(new api.Module(Buffer.from(ID_RUN_MODULE, 'base64')), {});
     runner = { ...exports, bytes: new Uint8Array(exports.memory.buffer), ids: new Uint32Array(exports.memory.buffer) };
   } catch {
     runner = null;

@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { IdArena, readPlainLine, readRecord, type PlainLine } from '../../src/io/records.ts';
-import { useIdRun } from '../../src/io/id-run.ts';
+import { ID_RUN_MODULE, idRunModuleBytes, useIdRun } from '../../src/io/id-run.ts';
 import { idJson } from '../../src/io/lines.ts';
 import { readShaped, type ShapedLine } from '../../src/io/shapes.ts';
 
@@ -264,6 +264,11 @@ describe('the plain run of ids and JSON.parse', () => {
       return end === '' || end === ']}' ? `{"id":${afterColon}${JSON.stringify(name)},${afterComma}"tokens":${afterColon}[${body}]${tail}}` : `{"id":${JSON.stringify(name)},"tokens":[${body}${end}`;
     },
   );
+
+  it('runs the module its assembler writes (ID_RUN_MODULE is idRunModuleBytes() written out)', () => {
+    // On a change to the assembler, this prints the text to put in ID_RUN_MODULE.
+    expect(ID_RUN_MODULE).toBe(Buffer.from(idRunModuleBytes()).toString('base64'));
+  });
 
   it('reads long arrays written and mutated every way as JSON.parse does, with the run and without', () => {
     let read = 0;
