@@ -23,10 +23,13 @@ const WINDOW = 1 << 15;
 const IDS_AT = WINDOW;
 /** The second stream's ids (it reads at most the window's second half). */
 const IDS_B = IDS_AT + WINDOW * 2;
-/** Cells for the counts and the second stream's stop, below the ids. */
-const COUNT = IDS_AT - 4;
-const COUNT_B = IDS_AT - 8;
-const STOP_B = IDS_AT - 12;
+/**
+ * Cells for the counts and the second stream's stop, after the second stream's ids (it reads at most half a window,
+ * so at most WINDOW / 4 ids): outside the window, which a run after runTwo may still read up to its end.
+ */
+const COUNT = IDS_B + WINDOW;
+const COUNT_B = COUNT + 4;
+const STOP_B = COUNT + 8;
 /** From this many bytes on, a window is read as two streams. */
 const TWO_STREAMS = 256;
 /** Below this many bytes the copy in and out costs more than it saves. */
@@ -216,7 +219,7 @@ function runTwoFunction(sep: 1 | 2): number[] {
  */
 export function idRunModuleBytes(): Uint8Array {
   const code = [runFunction(1), runFunction(2), runTwoFunction(1), runTwoFunction(2)];
-  const pages = Math.ceil((IDS_B + WINDOW) / 65536);
+  const pages = Math.ceil((STOP_B + 4) / 65536);
   return new Uint8Array([
     0x00, 0x61, 0x73, 0x6d, 1, 0, 0, 0,
     ...section(1, list([[0x60, ...list([[I32], [I32]]), ...list([[I32]])], [0x60, ...list([[I32], [I32], [I32]]), ...list([[I32]])]])),
@@ -229,15 +232,15 @@ export function idRunModuleBytes(): Uint8Array {
 
 /** idRunModuleBytes(), in base64. */
 export const ID_RUN_MODULE =
-  'AGFzbQEAAAABDgJgAn9/AX9gA39/fwF/AwUEAAABAQUDAQACBywFBHJ1bjEAAARydW4yAAEHcnVuVHdvMQACB3J1blR3bzIAAwZt' +
+  'AGFzbQEAAAABDgJgAn9/AX9gA39/fwF/AwUEAAABAQUDAQADBywFBHJ1bjEAAARydW4yAAEHcnVuVHdvMQACB3J1blR3bzIAAwZt' +
   'ZW1vcnkCAArlDwSBAgICfwJ+IAFBCWshAUGAgAIhAgJAA0AgACABSg0BIAApAABCsODAgYOGjJgwhSEEIARC//79+/fv37//AINC' +
   '9uzZs+fOnbv2AHwgBIRCgIGChIiQoMCAf4N6p0EDdiIDQQFrQQdPDQEgA0EBSyAEQv8Bg1BxDQEgACADai0AAEEsRw0BIARBwAAg' +
   'A0EDdGuthiEFIAVCCn4gBUIIiHxC/4H8h/CfwP8AgyEFIAVC5AB+IAVCEIh8Qv//g4Dw/z+DIQUgBUKQzgB+IAVCIIh8IQUgAiAF' +
-  'pzYCACACQQRqIQIgACADakEBaiEADAALC0H8/wEgAkGAgAJrQQJ2NgIAIAALjgICAn8CfiABQQlrIQFBgIACIQICQANAIAAgAUoN' +
+  'pzYCACACQQRqIQIgACADakEBaiEADAALC0GAgAggAkGAgAJrQQJ2NgIAIAALjgICAn8CfiABQQlrIQFBgIACIQICQANAIAAgAUoN' +
   'ASAAKQAAQrDgwIGDhoyYMIUhBCAEQv/+/fv379+//wCDQvbs2bPnzp279gB8IASEQoCBgoSIkKDAgH+DeqdBA3YiA0EBa0EHTw0B' +
   'IANBAUsgBEL/AYNQcQ0BIAAgA2otAABBLEcNASAAIANqLQABQSBHDQEgBEHAACADQQN0a62GIQUgBUIKfiAFQgiIfEL/gfyH8J/A' +
-  '/wCDIQUgBULkAH4gBUIQiHxC//+DgPD/P4MhBSAFQpDOAH4gBUIgiHwhBSACIAWnNgIAIAJBBGohAiAAIANqQQJqIQAMAAsLQfz/' +
-  'ASACQYCAAmtBAnY2AgAgAAvTBQIFfwR+IAJBCWshAiABIQNBgIACIQRBgIAGIQUCQAJAA0AgACABTw0BIAMgAkoNASAAKQAAQrDg' +
+  '/wCDIQUgBULkAH4gBUIQiHxC//+DgPD/P4MhBSAFQpDOAH4gBUIgiHwhBSACIAWnNgIAIAJBBGohAiAAIANqQQJqIQAMAAsLQYCA' +
+  'CCACQYCAAmtBAnY2AgAgAAvTBQIFfwR+IAJBCWshAiABIQNBgIACIQRBgIAGIQUCQAJAA0AgACABTw0BIAMgAkoNASAAKQAAQrDg' +
   'wIGDhoyYMIUhCCAIQv/+/fv379+//wCDQvbs2bPnzp279gB8IAiEQoCBgoSIkKDAgH+DeqdBA3YiBkEBa0EHTw0CIAZBAUsgCEL/' +
   'AYNQcQ0CIAAgBmotAABBLEcNAiAIQcAAIAZBA3RrrYYhCiAKQgp+IApCCIh8Qv+B/Ifwn8D/AIMhCiAKQuQAfiAKQhCIfEL//4OA' +
   '8P8/gyEKIApCkM4AfiAKQiCIfCEKIAQgCqc2AgAgBEEEaiEEIAAgBmpBAWohACADKQAAQrDgwIGDhoyYMIUhCSAJQv/+/fv379+/' +
@@ -246,7 +249,7 @@ export const ID_RUN_MODULE =
   'IAUgC6c2AgAgBUEEaiEFIAMgB2pBAWohAwwACwsDQCAAIAFPDQEgACkAAEKw4MCBg4aMmDCFIQggCEL//v379+/fv/8Ag0L27Nmz' +
   '586du/YAfCAIhEKAgYKEiJCgwIB/g3qnQQN2IgZBAWtBB08NASAGQQFLIAhC/wGDUHENASAAIAZqLQAAQSxHDQEgCEHAACAGQQN0' +
   'a62GIQogCkIKfiAKQgiIfEL/gfyH8J/A/wCDIQogCkLkAH4gCkIQiHxC//+DgPD/P4MhCiAKQpDOAH4gCkIgiHwhCiAEIAqnNgIA' +
-  'IARBBGohBCAAIAZqQQFqIQAMAAsLQfz/ASAEQYCAAmtBAnY2AgBB+P8BIAVBgIAGa0ECdjYCAEH0/wEgAzYCACAAC/oFAgV/BH4g' +
+  'IARBBGohBCAAIAZqQQFqIQAMAAsLQYCACCAEQYCAAmtBAnY2AgBBhIAIIAVBgIAGa0ECdjYCAEGIgAggAzYCACAAC/oFAgV/BH4g' +
   'AkEJayECIAEhA0GAgAIhBEGAgAYhBQJAAkADQCAAIAFPDQEgAyACSg0BIAApAABCsODAgYOGjJgwhSEIIAhC//79+/fv37//AINC' +
   '9uzZs+fOnbv2AHwgCIRCgIGChIiQoMCAf4N6p0EDdiIGQQFrQQdPDQIgBkEBSyAIQv8Bg1BxDQIgACAGai0AAEEsRw0CIAAgBmot' +
   'AAFBIEcNAiAIQcAAIAZBA3RrrYYhCiAKQgp+IApCCIh8Qv+B/Ifwn8D/AIMhCiAKQuQAfiAKQhCIfEL//4OA8P8/gyEKIApCkM4A' +
@@ -256,7 +259,7 @@ export const ID_RUN_MODULE =
   'CyAFIAunNgIAIAVBBGohBSADIAdqQQJqIQMMAAsLA0AgACABTw0BIAApAABCsODAgYOGjJgwhSEIIAhC//79+/fv37//AINC9uzZ' +
   's+fOnbv2AHwgCIRCgIGChIiQoMCAf4N6p0EDdiIGQQFrQQdPDQEgBkEBSyAIQv8Bg1BxDQEgACAGai0AAEEsRw0BIAAgBmotAAFB' +
   'IEcNASAIQcAAIAZBA3RrrYYhCiAKQgp+IApCCIh8Qv+B/Ifwn8D/AIMhCiAKQuQAfiAKQhCIfEL//4OA8P8/gyEKIApCkM4AfiAK' +
-  'QiCIfCEKIAQgCqc2AgAgBEEEaiEEIAAgBmpBAmohAAwACwtB/P8BIARBgIACa0ECdjYCAEH4/wEgBUGAgAZrQQJ2NgIAQfT/ASAD' +
+  'QiCIfCEKIAQgCqc2AgAgBEEEaiEEIAAgBmpBAmohAAwACwtBgIAIIARBgIACa0ECdjYCAEGEgAggBUGAgAZrQQJ2NgIAQYiACCAD' +
   'NgIAIAAL';
 
 type Run = (at: number, end: number) => number;
