@@ -8,7 +8,7 @@
 import { isUtf8 } from 'node:buffer';
 import { createHash, type Hash } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
-import { VocabReader, type VocabEntries } from './table.ts';
+import { isJsonSpace, VocabReader, type VocabEntries } from './table.ts';
 
 // Reads reuse this much memory while the merges stream past (a smaller piece is fewer fresh pages; 256 KiB reads
 // cost no more than 1 MiB ones in system calls).
@@ -117,7 +117,6 @@ function grow(buffer: Buffer, used: number): Buffer {
   return bigger;
 }
 
-const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 
 /**
  * The first of the keys `vocab` and `merges` (either may be left out, once read) in [from, end) followed by a colon
@@ -132,11 +131,11 @@ function findOpen(bytes: Buffer, from: number, end: number, vocab: Buffer | unde
     for (let at = view.indexOf(key, from); at >= 0; at = view.indexOf(key, at + 1)) {
       if (best.open >= 0 ? at > best.open : at >= best.resume) break;
       let k = at + key.length;
-      while (k < end && isSpace(bytes[k])) k++;
+      while (k < end && isJsonSpace(bytes[k])) k++;
       // Cut by the end: decided when more is read, and nothing after it is taken first.
       if (k === end) { best = { open: -1, resume: at }; break; }
       if (bytes[k++] !== 0x3a) continue;
-      while (k < end && isSpace(bytes[k])) k++;
+      while (k < end && isJsonSpace(bytes[k])) k++;
       if (k === end) { best = { open: -1, resume: at }; break; }
       if (bytes[k] === bracket) { best = { open: k, key, resume: k }; break; }
     }

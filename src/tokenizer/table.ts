@@ -224,7 +224,8 @@ export interface VocabEntries {
   ordered: boolean;
 }
 
-const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+/** JSON's whitespace (space, line feed, carriage return, tab). */
+export const isJsonSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 
 /**
  * Reads a vocabulary object, from just after its `{`, in one pass and in pieces (the file streams past:
@@ -258,7 +259,7 @@ export class VocabReader {
   read(bytes: Uint8Array, from: number, end: number): number {
     let at = from;
     for (;;) {
-      while (at < end && isSpace(bytes[at])) at++;
+      while (at < end && isJsonSpace(bytes[at])) at++;
       if (at >= end) return at;
       const entry = at;
       if (this.first && bytes[at] === 0x7d) { this.close = at; return at; }
@@ -282,10 +283,10 @@ export class VocabReader {
       // A raw control character is not JSON: the whole-file path says so.
       if (control) return this.fail();
       at++;
-      while (at < end && isSpace(bytes[at])) at++;
+      while (at < end && isJsonSpace(bytes[at])) at++;
       if (at >= end) return entry;
       if (bytes[at++] !== 0x3a) return this.fail();
-      while (at < end && isSpace(bytes[at])) at++;
+      while (at < end && isJsonSpace(bytes[at])) at++;
       if (at >= end) return entry;
       // A plain integer (JSON has no leading zeros; a sign, fraction or exponent is left to the whole-file path).
       let c = bytes[at];
@@ -300,7 +301,7 @@ export class VocabReader {
         if (++at >= end) return entry;
         c = bytes[at];
       }
-      while (at < end && isSpace(bytes[at])) at++;
+      while (at < end && isJsonSpace(bytes[at])) at++;
       if (at >= end) return entry;
       const next = bytes[at];
       if (next !== 0x2c && next !== 0x7d) return this.fail();
